@@ -1,0 +1,70 @@
+# rdmasock top-level Makefile.  `make help` lists the targets.
+TOP := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BUILD := $(TOP)/build
+CACHE := $(BUILD)/cache
+SHELL := /bin/bash
+
+# Kernels: every supported Debian kernel with headers installed (6.1 and 6.12), or KVER=<release>.
+SUPPORTED_KVERS := $(shell . $(TOP)/selftests/vm/kernels.sh; for k in 6.1 6.12; do \
+	v=$$(rdmasock_kver $$k) && [ -d /lib/modules/$$v/build ] && echo $$v; done)
+ifneq ($(KVER),)
+KVERS := $(KVER)
+else ifneq ($(wildcard /lib/modules/$(shell uname -r)/build),)
+KVERS := $(sort $(shell uname -r) $(SUPPORTED_KVERS))
+else
+KVERS := $(SUPPORTED_KVERS)
+endif
+
+HARNESS := $(CACHE)/selftests/kselftest_harness.h
+CHECKPATCH := $(CACHE)/scripts/checkpatch.pl
+
+.PHONY: all modules userlib selftests deps lint check check-one demo bench clean help
+all: modules userlib selftests
+
+help:
+	@echo "make            build rdmasock.ko for: $(KVERS); the userlib; the selftests"
+	@echo "make KVER=x     build the module for one kernel release"
+	@echo "make deps       install build/test dependencies with apt (idempotent)"
+	@echo "make lint       W=1 -Werror, sparse and checkpatch --strict on both kernels"
+	@echo "make check      run every selftest in the VM on 6.1 and 6.12"
+	@echo "make demo       run an unchanged TCP program pair over rdmasock in the VM"
+
+deps:
+	@$(TOP)/selftests/deps.sh "$(CACHE)"
+
+$(HARNESS) $(CHECKPATCH):
+	@$(TOP)/selftests/deps.sh "$(CACHE)"
+
+# --- kernel module, one build folder per kernel (sources symlinked, so objects never mix) ---------
+modules: $(foreach k,$(KVERS),module-$(k))
+
+module-%:
+	@$(TOP)/kmod/build.sh "$*" "$(BUILD)/$*" $(if $(LINT),lint)
+
+# --- userlib and selftests ------------------------------------------------------------------------
+userlib:
+	@$(MAKE) -s -C $(TOP)/userlib OUT=$(BUILD)/userlib
+
+selftests: $(HARNESS) userlib
+	@$(MAKE) -s -C $(TOP)/selftests OUT=$(BUILD)/selftests HARNESS_DIR=$(CACHE)/selftests
+
+lint: $(CHECKPATCH)
+	@set -e; for k in $(KVERS); do $(TOP)/kmod/build.sh "$$k" "$(BUILD)/lint-$$k" lint; done
+	@$(CHECKPATCH) --strict --no-tree --quiet --terse --show-types --ignore SPDX_LICENSE_TAG \
+		-f $(TOP)/kmod/*.c $(TOP)/kmod/*.h $(TOP)/kmod/probes/*.c $(TOP)/uapi/linux/*.h
+	@echo "lint: clean on $(KVERS)"
+
+# --- tests in the VM ------------------------------------------------------------------------------
+CHECK_KERNELS ?= 6.1 6.12
+check:
+	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"
+	@$(MAKE) -s all
+	@$(TOP)/selftests/check.sh $(CHECK_KERNELS)
+
+demo:
+	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"
+	@$(MAKE) -s all
+	@$(TOP)/selftests/demo.sh
+
+clean:
+	rm -rf $(BUILD)

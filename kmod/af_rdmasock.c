@@ -1,0 +1,764 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmasock: the socket family and its proto_ops.
+ *
+ * A socket of this family starts with no carrier.  connect() and listen() pick one: an RDMA RC QP
+ * (cm.c, tx.c, rx.c) when the route has an RDMA device and the peer speaks rdmasock, kernel TCP
+ * otherwise (fallback.c).  Every call here dispatches on rs->mode; in TCP mode it goes straight to
+ * the kernel TCP socket, so a fallen-back socket costs what TCP costs.
+ */
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/sockios.h>
+#include <asm/ioctls.h>
+#include <linux/tcp.h>
+#include <net/tcp_states.h>
+#include <net/tcp.h>
+#include "rdmasock.h"
+
+int rs_family = RDMASOCK_FAMILY_DEFAULT;
+module_param_named(family, rs_family, int, 0444);
+MODULE_PARM_DESC(family, "socket family number to register (default 19, see docs/design.md)");
+
+unsigned int rs_connect_timeout_ms = 1000;
+module_param_named(connect_timeout_ms, rs_connect_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(connect_timeout_ms, "bound on RDMA connection set-up before falling back to TCP");
+
+bool rs_fallback_default = true;
+module_param_named(fallback, rs_fallback_default, bool, 0644);
+MODULE_PARM_DESC(fallback, "fall back to TCP when RDMA is not possible (default on)");
+
+struct workqueue_struct *rs_wq;
+
+void rs_wake(struct sock *sk, __poll_t mask)
+{
+	struct socket_wq *wq;
+
+	rcu_read_lock();
+	wq = rcu_dereference(sk->sk_wq);
+	if (skwq_has_sleeper(wq))
+		wake_up_interruptible_poll(&wq->wait, mask);
+	rcu_read_unlock();
+	if (mask & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))
+		sk_wake_async(sk, SOCK_WAKE_WAITD, POLL_IN);
+	if (mask & EPOLLOUT)
+		sk_wake_async(sk, SOCK_WAKE_SPACE, POLL_OUT);
+}
+
+static void rs_write_space(struct sock *sk)
+{
+	rs_wake(sk, EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND);
+}
+
+static void rs_sk_destruct(struct sock *sk)
+{
+	struct rs_sock *rs = rs_sk(sk);
+
+	WARN_ON_ONCE(rs->cm_id || rs->qp || rs->tcp);
+	if (rs->parent)
+		sock_put(&rs->parent->sk);
+}
+
+static const struct proto_ops rs_proto_ops;
+
+struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern)
+{
+	struct rs_sock *rs;
+	struct sock *sk;
+
+	sk = sk_alloc(net, rs_family, GFP_KERNEL, &rs_proto, kern);
+	if (!sk)
+		return NULL;
+	sock_init_data(sock, sk);
+	sk->sk_protocol = IPPROTO_TCP;
+	sk->sk_destruct = rs_sk_destruct;
+	sk->sk_write_space = rs_write_space;
+	rs = rs_sk(sk);
+	spin_lock_init(&rs->lock);
+	INIT_LIST_HEAD(&rs->pending_q);
+	INIT_LIST_HEAD(&rs->ready_q);
+	INIT_LIST_HEAD(&rs->accept_node);
+	INIT_LIST_HEAD(&rs->dev_node);
+	INIT_DELAYED_WORK(&rs->connect_work, rs_connect_work);
+	INIT_WORK(&rs->teardown_work, rs_teardown_work);
+	INIT_WORK(&rs->close_work, rs_close_work);
+	init_waitqueue_head(&rs->close_wait);
+	rs->no_fallback = !rs_fallback_default;
+	rs_count(RS_CNT_SOCKETS);
+	return rs;
+}
+
+static int rs_create(struct net *net, struct socket *sock, int protocol, int kern)
+{
+	if (sock->type != SOCK_STREAM)
+		return -ESOCKTNOSUPPORT;
+	if (protocol && protocol != IPPROTO_TCP)
+		return -EPROTONOSUPPORT;
+	sock->state = SS_UNCONNECTED;
+	sock->ops = &rs_proto_ops;
+	return rs_alloc_sock(net, sock, kern) ? 0 : -ENOMEM;
+}
+
+static bool rs_is_tcp(const struct rs_sock *rs)
+{
+	return READ_ONCE(rs->mode) == RDMASOCK_MODE_TCP;
+}
+
+/* Check an address as inet_bind/inet_stream_connect would, returning its family. */
+static int rs_check_addr(struct sockaddr *addr, int len)
+{
+	if (len < (int)sizeof(addr->sa_family))
+		return -EINVAL;
+	switch (addr->sa_family) {
+	case AF_INET:
+		return len < (int)sizeof(struct sockaddr_in) ? -EINVAL : AF_INET;
+	case AF_INET6:
+		return len < SIN6_LEN_RFC2133 ? -EINVAL : AF_INET6;
+	default:
+		return -EAFNOSUPPORT;
+	}
+}
+
+static int rs_bind(struct socket *sock, struct sockaddr *addr, int len)
+{
+	struct rs_sock *rs = rs_sk(sock->sk);
+	int family, err;
+
+	family = rs_check_addr(addr, len);
+	if (family < 0)
+		return family;
+	lock_sock(&rs->sk);
+	err = -EINVAL;
+	if (rs->sk.sk_state != TCP_CLOSE || rs->mode != RDMASOCK_MODE_NONE || rs->cm_id ||
+	    (rs->tcp && inet_sk(rs->tcp->sk)->inet_num))
+		goto out;
+	/* The TCP socket owns the port: TCP's permission and conflict rules apply as they are. */
+	err = rs_tcp_ensure(rs, family);
+	if (!err)
+		err = kernel_bind(rs->tcp, addr, len);
+	if (!err && !rs->force_tcp)
+		rs_cm_bind(rs, addr, len);
+out:
+	release_sock(&rs->sk);
+	return err;
+}
+
+static int rs_wait_connect(struct rs_sock *rs, long *timeo)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct sock *sk = &rs->sk;
+	int err = 0;
+
+	add_wait_queue(sk_sleep(sk), &wait);
+	while (READ_ONCE(sk->sk_state) == TCP_SYN_SENT && !rs_is_tcp(rs)) {
+		if (!*timeo) {
+			err = -EINPROGRESS;
+			break;
+		}
+		if (signal_pending(current)) {
+			err = sock_intr_errno(*timeo);
+			break;
+		}
+		sk_wait_event(sk, timeo, READ_ONCE(sk->sk_state) != TCP_SYN_SENT || rs_is_tcp(rs),
+			      &wait);
+	}
+	remove_wait_queue(sk_sleep(sk), &wait);
+	return err;
+}
+
+static int rs_connect(struct socket *sock, struct sockaddr *addr, int len, int flags)
+{
+	struct rs_sock *rs = rs_sk(sock->sk);
+	struct sock *sk = &rs->sk;
+	long timeo;
+	int err;
+
+	err = rs_check_addr(addr, len);
+	if (err < 0)
+		return err;
+	lock_sock(sk);
+	if (rs->mode == RDMASOCK_MODE_NONE && sk->sk_state == TCP_CLOSE) {
+		err = rs_tcp_ensure(rs, addr->sa_family);
+		if (err)
+			goto out;
+		if (rs->force_tcp)
+			err = rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_FORCED);
+		else if (rs_neg_cache_hit(addr) && !rs->no_fallback)
+			err = rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_NEG_CACHE);
+		else
+			err = rs_cm_connect(rs, addr, len);
+		if (err)
+			goto out;
+		sock->state = SS_CONNECTING;
+	} else if (!rs_is_tcp(rs)) {
+		switch (sk->sk_state) {
+		case TCP_SYN_SENT:
+			err = -EALREADY;
+			if (!(flags & O_NONBLOCK))
+				break;
+			goto out;
+		case TCP_LISTEN:
+		case TCP_CLOSE:
+			err = sk->sk_err ? -sock_error(sk) : -EISCONN;
+			if (rs->mode == RDMASOCK_MODE_NONE && sk->sk_state == TCP_CLOSE)
+				err = -EINVAL;
+			goto out;
+		default:
+			err = -EISCONN;
+			goto out;
+		}
+	}
+
+	timeo = sock_sndtimeo(sk, flags & O_NONBLOCK);
+	err = rs_wait_connect(rs, &timeo);
+	if (err)
+		goto out;
+	if (rs_is_tcp(rs)) {
+		/* Fell back: TCP now owns the connect, with its own wait and errors. */
+		release_sock(sk);
+		err = rs->tcp->ops->connect(rs->tcp, addr, len, flags);
+		lock_sock(sk);
+		if (!err)
+			sock->state = SS_CONNECTED;
+		goto out;
+	}
+	if (sk->sk_state == TCP_ESTABLISHED) {
+		sock->state = SS_CONNECTED;
+		err = 0;
+	} else {
+		err = sock_error(sk) ? : -ECONNREFUSED;
+		sock->state = SS_UNCONNECTED;
+	}
+out:
+	release_sock(sk);
+	return err;
+}
+
+static int rs_listen(struct socket *sock, int backlog)
+{
+	struct rs_sock *rs = rs_sk(sock->sk);
+	struct sock *sk = &rs->sk;
+	int err;
+
+	lock_sock(sk);
+	err = -EINVAL;
+	if (sock->state != SS_UNCONNECTED || (rs->mode != RDMASOCK_MODE_NONE &&
+					      rs->mode != RDMASOCK_MODE_LISTEN))
+		goto out;
+	if (sk->sk_state == TCP_LISTEN) {
+		WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
+		err = kernel_listen(rs->tcp, backlog);
+		goto out;
+	}
+	err = rs_tcp_ensure(rs, AF_INET6);
+	if (err)
+		goto out;
+	/* TCP listens on the same port: plain TCP clients are served by this socket too. */
+	err = kernel_listen(rs->tcp, backlog);
+	if (err)
+		goto out;
+	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
+	if (!rs->force_tcp)
+		rs_cm_listen(rs, backlog);
+	rs->mode = RDMASOCK_MODE_LISTEN;
+	sk->sk_state = TCP_LISTEN;
+out:
+	release_sock(sk);
+	return err;
+}
+
+/* Is there a connection to accept, from RDMA or from TCP? */
+static bool rs_accept_ready(struct rs_sock *rs)
+{
+	struct sock *tsk = rs->tcp ? rs->tcp->sk : NULL;
+
+	return !list_empty_careful(&rs->ready_q) ||
+	       (tsk && !reqsk_queue_empty(&inet_csk(tsk)->icsk_accept_queue));
+}
+
+static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_accept_arg *arg)
+{
+	struct socket *tcp_child;
+	struct rs_sock *child;
+	int err;
+
+	child = rs_cm_accept_ready(rs);
+	if (child) {
+		sock_graft(&child->sk, newsock);
+		newsock->ops = &rs_proto_ops;
+		newsock->state = SS_CONNECTED;
+		return 0;
+	}
+	err = kernel_accept(rs->tcp, &tcp_child, O_NONBLOCK);
+	if (err)
+		return err;
+	child = rs_alloc_sock(sock_net(&rs->sk), newsock, arg->kern);
+	if (!child) {
+		sock_release(tcp_child);
+		return -ENOMEM;
+	}
+	newsock->ops = &rs_proto_ops;
+	newsock->state = SS_CONNECTED;
+	child->reason = RDMASOCK_REASON_PEER_TCP;
+	rs_tcp_attach(child, tcp_child);
+	child->sk.sk_state = TCP_ESTABLISHED;
+	rs_count(RS_CNT_CONN_TCP);
+	rs_count_fallback(RDMASOCK_REASON_PEER_TCP);
+	return 0;
+}
+
+static int rs_do_accept(struct socket *sock, struct socket *newsock, struct rs_accept_arg *arg)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct rs_sock *rs = rs_sk(sock->sk);
+	struct sock *sk = &rs->sk;
+	long timeo;
+	int err;
+
+	lock_sock(sk);
+	err = -EINVAL;
+	if (sk->sk_state != TCP_LISTEN)
+		goto out;
+	timeo = sock_rcvtimeo(sk, arg->flags & O_NONBLOCK);
+	add_wait_queue(sk_sleep(sk), &wait);
+	for (;;) {
+		err = rs_accept_one(rs, newsock, arg);
+		if (err != -EAGAIN)
+			break;
+		if (!timeo)
+			break;
+		if (signal_pending(current)) {
+			err = sock_intr_errno(timeo);
+			break;
+		}
+		sk_wait_event(sk, &timeo, rs_accept_ready(rs) || sk->sk_state != TCP_LISTEN, &wait);
+		if (sk->sk_state != TCP_LISTEN) {
+			err = -EINVAL;
+			break;
+		}
+	}
+	remove_wait_queue(sk_sleep(sk), &wait);
+out:
+	release_sock(sk);
+	return err;
+}
+
+#ifdef RDMASOCK_PROTO_ACCEPT_ARG
+static int rs_accept(struct socket *sock, struct socket *newsock, struct proto_accept_arg *parg)
+{
+	struct rs_accept_arg arg = { .flags = parg->flags, .kern = parg->kern };
+
+	return rs_do_accept(sock, newsock, &arg);
+}
+#else
+static int rs_accept(struct socket *sock, struct socket *newsock, int flags, bool kern)
+{
+	struct rs_accept_arg arg = { .flags = flags, .kern = kern };
+
+	return rs_do_accept(sock, newsock, &arg);
+}
+#endif
+
+static int rs_getname(struct socket *sock, struct sockaddr *addr, int peer)
+{
+	struct rs_sock *rs = rs_sk(sock->sk);
+	struct sockaddr *src;
+	int ret;
+
+	lock_sock(&rs->sk);
+	if (rs->mode == RDMASOCK_MODE_RDMA && rs->cm_id) {
+		ret = -ENOTCONN;
+		if (peer && rs->sk.sk_state != TCP_ESTABLISHED &&
+		    !(rs->sk.sk_shutdown & RCV_SHUTDOWN))
+			goto out;
+		src = peer ? (struct sockaddr *)&rs->cm_id->route.addr.dst_addr :
+			     (struct sockaddr *)&rs->cm_id->route.addr.src_addr;
+		ret = src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+						    sizeof(struct sockaddr_in);
+		memcpy(addr, src, ret);
+		goto out;
+	}
+	if (rs->tcp) {
+		ret = rs->tcp->ops->getname(rs->tcp, addr, peer);
+		goto out;
+	}
+	if (peer) {
+		ret = -ENOTCONN;
+		goto out;
+	}
+	/* Unbound, family still unknown: report what an unbound AF_INET socket reports. */
+	memset(addr, 0, sizeof(struct sockaddr_in));
+	addr->sa_family = AF_INET;
+	ret = sizeof(struct sockaddr_in);
+out:
+	release_sock(&rs->sk);
+	return ret;
+}
+
+static __poll_t rs_poll_rdma(struct rs_sock *rs)
+{
+	struct sock *sk = &rs->sk;
+	int state = READ_ONCE(sk->sk_state);
+	u8 shutdown = READ_ONCE(sk->sk_shutdown);
+	__poll_t mask = 0;
+
+	if (state == TCP_LISTEN)
+		return rs_accept_ready(rs) ? EPOLLIN | EPOLLRDNORM : 0;
+	/* The same rules as tcp_poll(). */
+	if (shutdown == SHUTDOWN_MASK || state == TCP_CLOSE)
+		mask |= EPOLLHUP;
+	if (shutdown & RCV_SHUTDOWN)
+		mask |= EPOLLIN | EPOLLRDNORM | EPOLLRDHUP;
+	if (state != TCP_SYN_SENT) {
+		if (rs_rx_avail(rs) >= (u32)sock_rcvlowat(sk, 0, INT_MAX))
+			mask |= EPOLLIN | EPOLLRDNORM;
+		if ((shutdown & SEND_SHUTDOWN) || state != TCP_ESTABLISHED || rs_tx_space(rs))
+			mask |= EPOLLOUT | EPOLLWRNORM;
+	}
+	if (READ_ONCE(sk->sk_err))
+		mask |= EPOLLERR;
+	return mask;
+}
+
+static __poll_t rs_poll(struct file *file, struct socket *sock, poll_table *wait)
+{
+	struct rs_sock *rs = rs_sk(sock->sk);
+
+	/* All waiters sit on this socket's queue, whatever the carrier; fallback.c forwards. */
+	sock_poll_wait(file, sock, wait);
+	if (rs_is_tcp(rs))
+		return rs->tcp->ops->poll(file, rs->tcp, NULL);
+	return rs_poll_rdma(rs);
+}
+
+static int rs_ioctl(struct socket *sock, unsigned int cmd, unsigned long arg)
+{
+	struct rs_sock *rs = rs_sk(sock->sk);
+	int val;
+
+	if (rs_is_tcp(rs))
+		return rs->tcp->ops->ioctl(rs->tcp, cmd, arg);
+	switch (cmd) {
+	case SIOCINQ:
+		if (rs->sk.sk_state == TCP_LISTEN)
+			return -EINVAL;
+		val = rs_rx_avail(rs);
+		break;
+	case SIOCOUTQ:
+		if (rs->sk.sk_state == TCP_LISTEN)
+			return -EINVAL;
+		spin_lock_bh(&rs->lock);
+		val = rs->tx_prod - rs->tx_acked;
+		spin_unlock_bh(&rs->lock);
+		break;
+	default:
+		return -ENOIOCTLCMD;
+	}
+	return put_user(val, (int __user *)arg);
+}
+
+static int rs_shutdown_op(struct socket *sock, int how)
+{
+	struct rs_sock *rs = rs_sk(sock->sk);
+	int err;
+
+	/* SHUT_RD=0, SHUT_WR=1, SHUT_RDWR=2 map onto RCV_SHUTDOWN|SEND_SHUTDOWN bits as +1. */
+	how++;
+	if ((how & ~SHUTDOWN_MASK) || !how)
+		return -EINVAL;
+	lock_sock(&rs->sk);
+	if (rs_is_tcp(rs))
+		err = kernel_sock_shutdown(rs->tcp, how - 1);
+	else
+		err = rs_shutdown(rs, how);
+	release_sock(&rs->sk);
+	return err;
+}
+
+static int rs_int_opt(sockptr_t optval, unsigned int optlen, int *val)
+{
+	if (optlen < sizeof(int))
+		return -EINVAL;
+	return copy_from_sockptr(val, optval, sizeof(int)) ? -EFAULT : 0;
+}
+
+static int rs_setsockopt_rdmasock(struct rs_sock *rs, int optname, sockptr_t optval,
+				  unsigned int optlen)
+{
+	int val, err;
+
+	err = rs_int_opt(optval, optlen, &val);
+	if (err)
+		return err;
+	switch (optname) {
+	case RDMASOCK_NO_FALLBACK:
+		rs->no_fallback = !!val;
+		return 0;
+	case RDMASOCK_FORCE_TCP:
+		if (rs->mode != RDMASOCK_MODE_NONE || rs->sk.sk_state != TCP_CLOSE)
+			return -EISCONN;
+		rs->force_tcp = !!val;
+		return 0;
+	case RDMASOCK_MODE:
+	case RDMASOCK_FALLBACK_REASON:
+	case RDMASOCK_INFO:
+		return -EPERM;
+	default:
+		return -ENOPROTOOPT;
+	}
+}
+
+static int rs_setsockopt(struct socket *sock, int level, int optname, sockptr_t optval,
+			 unsigned int optlen)
+{
+	struct rs_sock *rs = rs_sk(sock->sk);
+	int err;
+
+	lock_sock(&rs->sk);
+	if (level == SOL_RDMASOCK) {
+		err = rs_setsockopt_rdmasock(rs, optname, optval, optlen);
+		goto out;
+	}
+	if (level != SOL_TCP && level != SOL_IP && level != SOL_IPV6) {
+		err = -ENOPROTOOPT;
+		goto out;
+	}
+	/*
+	 * Protocol options always reach a TCP socket (created now if the family is not known yet,
+	 * as IPv6 accepts every option IPv4 does): it is the fallback carrier and keeps the values
+	 * getsockopt reports.  TCP_NODELAY and TCP_CORK also steer the RDMA path.
+	 */
+	err = rs_tcp_ensure(rs, level == SOL_IP ? AF_INET : AF_INET6);
+	if (!err) {
+		release_sock(&rs->sk);
+		err = rs->tcp->ops->setsockopt(rs->tcp, level, optname, optval, optlen);
+		lock_sock(&rs->sk);
+	}
+	if (!err && level == SOL_TCP) {
+		struct tcp_sock *tp = tcp_sk(rs->tcp->sk);
+
+		rs->nodelay = !!(tp->nonagle & TCP_NAGLE_OFF);
+		rs->cork = !!(tp->nonagle & TCP_NAGLE_CORK);
+	}
+out:
+	release_sock(&rs->sk);
+	return err;
+}
+
+static void rs_fill_info(struct rs_sock *rs, struct rdmasock_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->version = RDMASOCK_INFO_VERSION;
+	info->mode = rs->mode;
+	info->fallback_reason = rs->reason;
+	info->state = rs->sk.sk_state;
+	if (rs->qp) {
+		info->local_qpn = rs->qp->qp_num;
+		info->remote_qpn = rs->remote_qpn;
+	}
+	info->rx_ring_size = rs->rx.size;
+	info->tx_ring_size = rs->tx.size;
+	spin_lock_bh(&rs->lock);
+	info->bytes_sent = rs->bytes_sent;
+	info->bytes_received = rs->bytes_received;
+	info->rx_queued = rs->rx_prod - rs->rx_cons;
+	info->tx_queued = rs->tx_prod - rs->tx_acked;
+	info->protocol_errors = rs->proto_errors;
+	spin_unlock_bh(&rs->lock);
+}
+
+static int rs_getsockopt_rdmasock(struct rs_sock *rs, int optname, char __user *optval,
+				  int __user *optlen)
+{
+	struct rdmasock_info info;
+	int len, val;
+
+	if (get_user(len, optlen))
+		return -EFAULT;
+	if (len < 0)
+		return -EINVAL;
+	switch (optname) {
+	case RDMASOCK_MODE:
+		val = rs->mode;
+		break;
+	case RDMASOCK_FALLBACK_REASON:
+		val = rs->reason;
+		break;
+	case RDMASOCK_NO_FALLBACK:
+		val = rs->no_fallback;
+		break;
+	case RDMASOCK_FORCE_TCP:
+		val = rs->force_tcp;
+		break;
+	case RDMASOCK_INFO:
+		rs_fill_info(rs, &info);
+		len = min_t(int, len, sizeof(info));
+		if (copy_to_user(optval, &info, len) || put_user(len, optlen))
+			return -EFAULT;
+		return 0;
+	default:
+		return -ENOPROTOOPT;
+	}
+	if (len < (int)sizeof(int))
+		return -EINVAL;
+	len = sizeof(int);
+	if (copy_to_user(optval, &val, len) || put_user(len, optlen))
+		return -EFAULT;
+	return 0;
+}
+
+static int rs_getsockopt(struct socket *sock, int level, int optname, char __user *optval,
+			 int __user *optlen)
+{
+	struct rs_sock *rs = rs_sk(sock->sk);
+	int err;
+
+	lock_sock(&rs->sk);
+	if (level == SOL_RDMASOCK) {
+		err = rs_getsockopt_rdmasock(rs, optname, optval, optlen);
+	} else if (level != SOL_TCP && level != SOL_IP && level != SOL_IPV6) {
+		err = -ENOPROTOOPT;
+	} else {
+		err = rs_tcp_ensure(rs, level == SOL_IP ? AF_INET : AF_INET6);
+		if (!err) {
+			release_sock(&rs->sk);
+			return rs->tcp->ops->getsockopt(rs->tcp, level, optname, optval, optlen);
+		}
+	}
+	release_sock(&rs->sk);
+	return err;
+}
+
+static int rs_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
+{
+	struct rs_sock *rs = rs_sk(sock->sk);
+	int ret;
+
+	if (rs_is_tcp(rs))
+		return rs->tcp->ops->sendmsg(rs->tcp, msg, len);
+	if (msg->msg_flags & MSG_OOB)
+		return -EOPNOTSUPP;
+	lock_sock(&rs->sk);
+	ret = rs_rdma_sendmsg(rs, msg, len);
+	release_sock(&rs->sk);
+	return ret;
+}
+
+static int rs_recvmsg(struct socket *sock, struct msghdr *msg, size_t len, int flags)
+{
+	struct rs_sock *rs = rs_sk(sock->sk);
+	int ret;
+
+	if (rs_is_tcp(rs))
+		return rs->tcp->ops->recvmsg(rs->tcp, msg, len, flags);
+	if (flags & MSG_OOB)
+		return -EINVAL;
+	lock_sock(&rs->sk);
+	ret = rs_rdma_recvmsg(rs, msg, len, flags);
+	release_sock(&rs->sk);
+	return ret;
+}
+
+static int rs_release_op(struct socket *sock)
+{
+	struct sock *sk = sock->sk;
+
+	if (!sk)
+		return 0;
+	rs_release(rs_sk(sk));
+	sock->sk = NULL;
+	return 0;
+}
+
+static const struct proto_ops rs_proto_ops = {
+	.owner = THIS_MODULE,
+	.release = rs_release_op,
+	.bind = rs_bind,
+	.connect = rs_connect,
+	.socketpair = sock_no_socketpair,
+	.accept = rs_accept,
+	.getname = rs_getname,
+	.poll = rs_poll,
+	.ioctl = rs_ioctl,
+	.listen = rs_listen,
+	.shutdown = rs_shutdown_op,
+	.setsockopt = rs_setsockopt,
+	.getsockopt = rs_getsockopt,
+	.sendmsg = rs_sendmsg,
+	.recvmsg = rs_recvmsg,
+	.mmap = sock_no_mmap,
+};
+
+static int rs_family_create(struct net *net, struct socket *sock, int protocol, int kern)
+{
+	return rs_create(net, sock, protocol, kern);
+}
+
+static struct net_proto_family rs_family_ops = {
+	.create = rs_family_create,
+	.owner = THIS_MODULE,
+};
+
+struct proto rs_proto = {
+	.name = "RDMASOCK",
+	.owner = THIS_MODULE,
+	.obj_size = sizeof(struct rs_sock),
+};
+
+static int __init rs_init(void)
+{
+	int err;
+
+	if (rs_family <= AF_UNSPEC || rs_family >= NPROTO) {
+		pr_err("rdmasock: family=%d is outside 1..%d\n", rs_family, NPROTO - 1);
+		return -EINVAL;
+	}
+	rs_wq = alloc_workqueue("rdmasock", WQ_MEM_RECLAIM, 0);
+	if (!rs_wq)
+		return -ENOMEM;
+	err = rs_stats_init();
+	if (err)
+		goto out_wq;
+	err = proto_register(&rs_proto, 1);
+	if (err)
+		goto out_stats;
+	rs_family_ops.family = rs_family;
+	err = sock_register(&rs_family_ops);
+	if (err) {
+		pr_err("rdmasock: cannot register family %d (%s): load with family=<free number>\n",
+		       rs_family, err == -EEXIST ? "taken by another family" : "invalid");
+		goto out_proto;
+	}
+	err = rs_dev_init();
+	if (err)
+		goto out_sock;
+	pr_info("rdmasock: family %d registered\n", rs_family);
+	return 0;
+
+out_sock:
+	sock_unregister(rs_family);
+out_proto:
+	proto_unregister(&rs_proto);
+out_stats:
+	rs_stats_exit();
+out_wq:
+	destroy_workqueue(rs_wq);
+	return err;
+}
+
+static void __exit rs_exit(void)
+{
+	sock_unregister(rs_family);
+	rs_dev_exit();
+	destroy_workqueue(rs_wq);
+	rs_neg_cache_exit();
+	proto_unregister(&rs_proto);
+	rs_stats_exit();
+}
+
+module_init(rs_init);
+module_exit(rs_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("rdmasock: TCP-semantics stream sockets over RDMA RC queue pairs");

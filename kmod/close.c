@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmasock close state machine: shutdown, close, reset and teardown of the RDMA resources.
+ *
+ *   shutdown(SHUT_WR)  -> FIN (signaled SEND); the peer reads what is left, then 0.
+ *   close()            -> FIN, or RESET when unread data is dropped or SO_LINGER is {1, 0};
+ *                         close_work waits (bounded) for that WR to complete, then disconnects.
+ *   peer gone, CQ error, protocol violation, device removal
+ *                      -> rs_abort(): error recorded, everyone woken, teardown_work frees.
+ * Teardown always runs in process context under lock_sock, never inside the id's own CM handler.
+ */
+#include <net/tcp_states.h>
+#include "rdmasock.h"
+
+#define RS_CLOSE_TIMEOUT	(10 * HZ)
+
+/* A fatal error on the connection, from any context.  The first error wins. */
+void rs_abort(struct rs_sock *rs, int err)
+{
+	struct sock *sk = &rs->sk;
+
+	spin_lock_bh(&rs->lock);
+	if (test_and_set_bit(RS_F_ABORTED, &rs->flags)) {
+		spin_unlock_bh(&rs->lock);
+		return;
+	}
+	WRITE_ONCE(sk->sk_err, -err);
+	WRITE_ONCE(sk->sk_shutdown, SHUTDOWN_MASK);
+	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+	rs->rx_cons = rs->rx_prod;	/* as a TCP reset, unread data is gone */
+	spin_unlock_bh(&rs->lock);
+	sk_error_report(sk);
+	rs_wake(sk, EPOLLIN | EPOLLOUT | EPOLLHUP | EPOLLRDHUP | EPOLLERR);
+	wake_up_all(&rs->close_wait);
+	sock_hold(sk);
+	if (!queue_work(rs_wq, &rs->teardown_work))
+		sock_put(sk);
+}
+
+/* Stop the CM handler and the completion handlers from touching the connection again. */
+static void rs_mark_dying(struct rs_sock *rs, bool in_handler)
+{
+	if (rs->cm_id && !in_handler)
+		rdma_lock_handler(rs->cm_id);
+	spin_lock_bh(&rs->lock);
+	set_bit(RS_F_DYING, &rs->flags);
+	spin_unlock_bh(&rs->lock);
+	if (rs->cm_id && !in_handler)
+		rdma_unlock_handler(rs->cm_id);
+}
+
+void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
+{
+	struct rdma_cm_id *id;
+
+	rs_mark_dying(rs, in_handler);
+	if (rs->cm_id && rs->qp && !in_handler)
+		rdma_disconnect(rs->cm_id);
+	rs_qp_destroy(rs);
+	rs_ring_free(&rs->rx);
+	rs_ring_free(&rs->tx);
+	if (rs->pd) {
+		ib_dealloc_pd(rs->pd);
+		rs->pd = NULL;
+	}
+	if (!in_handler) {
+		id = xchg(&rs->cm_id, NULL);
+		if (id)
+			rdma_destroy_id(id);
+	}
+	clear_bit(RS_F_RDMA_UP, &rs->flags);
+	rs_dev_detach(rs);
+}
+
+void rs_teardown_work(struct work_struct *work)
+{
+	struct rs_sock *rs = container_of(work, struct rs_sock, teardown_work);
+
+	lock_sock(&rs->sk);
+	if (rs->sk.sk_state != TCP_LISTEN)
+		rs_teardown_rdma(rs, false);
+	release_sock(&rs->sk);
+	sock_put(&rs->sk);
+}
+
+static bool rs_rdma_live(struct rs_sock *rs)
+{
+	return test_bit(RS_F_RDMA_UP, &rs->flags) && !test_bit(RS_F_ABORTED, &rs->flags);
+}
+
+static int rs_send_fin(struct rs_sock *rs)
+{
+	if (!rs_rdma_live(rs) || test_and_set_bit(RS_F_FIN_SENT, &rs->flags))
+		return 0;
+	return rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_FIN, true);
+}
+
+int rs_shutdown(struct rs_sock *rs, int how)
+{
+	struct sock *sk = &rs->sk;
+	int err = 0;
+
+	switch (sk->sk_state) {
+	case TCP_LISTEN:
+		if (!(how & RCV_SHUTDOWN))
+			return 0;
+		/* As TCP: SHUT_RD on a listener stops it; accept() then fails. */
+		rs_cm_listener_close(rs);
+		kernel_sock_shutdown(rs->tcp, SHUT_RD);
+		rs_wake(sk, EPOLLIN | EPOLLOUT | EPOLLHUP);
+		return 0;
+	case TCP_CLOSE:
+		err = -ENOTCONN;
+		break;
+	default:
+		break;
+	}
+	WRITE_ONCE(sk->sk_shutdown, sk->sk_shutdown | how);
+	if (how & SEND_SHUTDOWN)
+		rs_send_fin(rs);
+	rs_wake(sk, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLHUP);
+	return err;
+}
+
+/* close_work: let the FIN or RESET reach the peer (bounded), then free everything. */
+void rs_close_work(struct work_struct *work)
+{
+	struct rs_sock *rs = container_of(work, struct rs_sock, close_work);
+
+	wait_event_timeout(rs->close_wait, rs_tx_idle(rs), RS_CLOSE_TIMEOUT);
+	lock_sock(&rs->sk);
+	rs_teardown_rdma(rs, false);
+	release_sock(&rs->sk);
+	sock_put(&rs->sk);
+}
+
+void rs_release(struct rs_sock *rs)
+{
+	struct sock *sk = &rs->sk;
+	bool rdma;
+
+	cancel_delayed_work_sync(&rs->connect_work);
+	lock_sock(sk);
+	if (sk->sk_state == TCP_LISTEN || rs->mode == RDMASOCK_MODE_LISTEN)
+		rs_cm_listener_close(rs);
+	if (rs->tcp)
+		rs_tcp_detach(rs);
+	if (rs_rdma_live(rs)) {
+		/* Unread data or SO_LINGER {1, 0}: reset the peer, as TCP sends an RST. */
+		if (rs_rx_avail(rs) || (sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime))
+			rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_RESET, true);
+		else
+			rs_send_fin(rs);
+	}
+	rdma = rs->cm_id || rs->qp;
+	WRITE_ONCE(sk->sk_shutdown, SHUTDOWN_MASK);
+	sock_orphan(sk);
+	release_sock(sk);
+
+	if (!rdma) {
+		sock_put(sk);
+		return;
+	}
+	/* SO_LINGER with a time: close() itself waits for the peer to take our last bytes. */
+	if (sock_flag(sk, SOCK_LINGER) && sk->sk_lingertime)
+		wait_event_interruptible_timeout(rs->close_wait, rs_tx_idle(rs), sk->sk_lingertime);
+	/* The socket's reference now belongs to close_work. */
+	queue_work(rs_wq, &rs->close_work);
+}

@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmasock connection manager: rdma_cm ids, the hello exchange, connect, listen and accept.
+ *
+ * The CM handler runs in rdma_cm's process context with the id's handler mutex held.  It never takes
+ * lock_sock (the socket owner may hold it while it destroys the id, which waits for the handler):
+ * it builds the QP and rings of a connection no one else can touch yet, records the outcome and
+ * hands the socket state change to connect_work, which runs under lock_sock.
+ */
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <net/tcp_states.h>
+#include <net/inet_sock.h>
+#include <rdma/ib_cm.h>
+#include "rdmasock.h"
+
+#define RS_RETRY_COUNT		6	/* 7 would mean "retry forever" on rxe */
+#define RS_RNR_RETRY_INFINITE	7	/* receive WRs are reposted at once: an RNR NAK is transient */
+#define RS_REJ_HELLO		0x52534801U	/* REJ private data: "your hello does not parse" */
+
+static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+
+/* ---- hello ----------------------------------------------------------------------------------- */
+
+static void rs_hello_build(struct rs_sock *rs, struct rs_hello *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = cpu_to_be32(RS_HELLO_MAGIC);
+	h->version = RS_PROTO_VERSION;
+	h->len = cpu_to_be16(sizeof(*h));
+	h->ring_addr = cpu_to_be64(rs->rx.mr->iova);
+	h->ring_rkey = cpu_to_be32(rs->rx.mr->rkey);
+	h->ring_size = cpu_to_be32(rs->rx.size);
+}
+
+/* Accept a peer's hello only if every field is what version 1 allows. */
+static int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len)
+{
+	const struct rs_hello *h = data;
+	u32 size;
+
+	if (!data || len < sizeof(*h) || be32_to_cpu(h->magic) != RS_HELLO_MAGIC)
+		return -EPROTO;
+	if (h->version != RS_PROTO_VERSION || be16_to_cpu(h->len) != sizeof(*h) || h->flags ||
+	    h->reserved[0] || h->reserved[1])
+		return -EPROTONOSUPPORT;
+	size = be32_to_cpu(h->ring_size);
+	if (size < RS_RING_MIN || size > RS_RING_MAX || size % 4096 || size % PAGE_SIZE)
+		return -EPROTO;
+	rs->peer_ring_addr = be64_to_cpu(h->ring_addr);
+	rs->peer_rkey = be32_to_cpu(h->ring_rkey);
+	rs->tx.size = size;
+	return 0;
+}
+
+/* ---- connection resources -------------------------------------------------------------------- */
+
+static u32 rs_ring_size(struct rs_sock *rs, struct ib_device *dev)
+{
+	u32 max = min_t(u32, RS_RING_MAX, dev->attrs.max_fast_reg_page_list_len * PAGE_SIZE);
+	u32 want = PAGE_ALIGN(READ_ONCE(rs->sk.sk_rcvbuf));
+
+	return clamp_t(u32, want, RS_RING_MIN, max ? max : RS_RING_MIN);
+}
+
+/* PD, CQ, QP and the receive ring: everything the hello must describe. */
+static int rs_conn_create(struct rs_sock *rs, struct rdma_cm_id *id)
+{
+	int err;
+
+	rs->pd = ib_alloc_pd(id->device, 0);
+	if (IS_ERR(rs->pd)) {
+		err = PTR_ERR(rs->pd);
+		rs->pd = NULL;
+		return err;
+	}
+	err = rs_qp_create(rs, id);
+	if (err)
+		return err;
+	err = rs_ring_alloc(&rs->rx, rs->pd, rs_ring_size(rs, id->device));
+	if (err)
+		return err;
+	rs_dev_attach(rs, id->device);
+	set_bit(RS_F_RDMA_UP, &rs->flags);
+	rdma_set_min_rnr_timer(id, IB_RNR_TIMER_000_32);
+	return rs_post_recvs(rs, rs->rq_depth);
+}
+
+static int rs_tx_ring_create(struct rs_sock *rs)
+{
+	u32 size = rs->tx.size;
+
+	/* The staging ring mirrors the peer's ring byte for byte (see docs/design.md). */
+	return rs_ring_alloc(&rs->tx, rs->pd, size);
+}
+
+static void rs_conn_param(struct rdma_conn_param *p, struct rs_hello *h)
+{
+	memset(p, 0, sizeof(*p));
+	p->private_data = h;
+	p->private_data_len = sizeof(*h);
+	p->retry_count = RS_RETRY_COUNT;
+	p->rnr_retry_count = RS_RNR_RETRY_INFINITE;
+}
+
+/* ---- active side ------------------------------------------------------------------------------ */
+
+static void rs_connect_done(struct rs_sock *rs, int result, int reason)
+{
+	spin_lock_bh(&rs->lock);
+	if (!test_and_set_bit(RS_F_CM_DONE, &rs->flags)) {
+		rs->cm_result = result;
+		if (result)
+			rs->reason = reason;
+	}
+	spin_unlock_bh(&rs->lock);
+	mod_delayed_work(rs_wq, &rs->connect_work, 0);
+}
+
+/* Both our ESTABLISHED and the peer's READY are needed before data may flow. */
+static void rs_check_connected(struct rs_sock *rs)
+{
+	smp_mb__after_atomic();
+	if (test_bit(RS_F_CM_EST, &rs->flags) && test_bit(RS_F_PEER_READY, &rs->flags))
+		rs_connect_done(rs, 0, RDMASOCK_REASON_NONE);
+}
+
+static void rs_cm_route_resolved(struct rs_sock *rs, struct rdma_cm_id *id)
+{
+	struct rdma_conn_param param;
+	struct rs_hello hello;
+	int err;
+
+	err = rs_conn_create(rs, id);
+	if (err) {
+		rs_connect_done(rs, err, RDMASOCK_REASON_RESOURCE);
+		return;
+	}
+	rs_hello_build(rs, &hello);
+	rs_conn_param(&param, &hello);
+	err = rdma_connect_locked(id, &param);
+	if (err)
+		rs_connect_done(rs, err, RDMASOCK_REASON_RESOURCE);
+}
+
+static void rs_cm_client_established(struct rs_sock *rs, struct rdma_cm_event *ev)
+{
+	int err;
+
+	err = rs_hello_parse(rs, ev->param.conn.private_data, ev->param.conn.private_data_len);
+	if (err) {
+		rs_connect_done(rs, err, RDMASOCK_REASON_HELLO);
+		return;
+	}
+	rs->remote_qpn = ev->param.conn.qp_num;
+	err = rs_tx_ring_create(rs);
+	if (!err)
+		err = rs_post_reg(rs);
+	if (!err)
+		err = rs_post_ready(rs);
+	if (err) {
+		rs_connect_done(rs, err, RDMASOCK_REASON_RESOURCE);
+		return;
+	}
+	set_bit(RS_F_CM_EST, &rs->flags);
+	rs_check_connected(rs);
+}
+
+void rs_peer_ready(struct rs_sock *rs)
+{
+	set_bit(RS_F_PEER_READY, &rs->flags);
+	if (rs->parent)
+		return;
+	rs_check_connected(rs);
+}
+
+int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
+{
+	struct sockaddr_storage src;
+	struct rdma_cm_id *id;
+	bool bound;
+	int err;
+
+	id = rdma_create_id(sock_net(&rs->sk), rs_cm_handler, rs, RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(id)) {
+		if (rs->no_fallback)
+			return PTR_ERR(id);
+		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_RESOURCE);
+	}
+	memcpy(&rs->peer_addr, addr, min_t(int, len, sizeof(rs->peer_addr)));
+	rs->peer_addr_len = len;
+	rs->flags = 0;
+	bound = rs->tcp && inet_sk(rs->tcp->sk)->inet_num;
+	if (bound && kernel_getsockname(rs->tcp, (struct sockaddr *)&src) < 0)
+		bound = false;
+	rs->cm_id = id;
+	rs->sk.sk_state = TCP_SYN_SENT;
+	err = rdma_resolve_addr(id, bound ? (struct sockaddr *)&src : NULL, addr,
+				rs_connect_timeout_ms);
+	if (err) {
+		/* No RDMA device on this route (127.0.0.1, a netdev without RDMA...). */
+		rs->sk.sk_state = TCP_CLOSE;
+		rs->cm_id = NULL;
+		rdma_destroy_id(id);
+		if (rs->no_fallback)
+			return err;
+		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_NO_DEVICE);
+	}
+	/* The timer bounds the whole set-up: a peer without RDMA makes rdma_cm retry for ~90 s. */
+	queue_delayed_work(rs_wq, &rs->connect_work, msecs_to_jiffies(rs_connect_timeout_ms));
+	return 0;
+}
+
+/* The set-up timer fired before rdma_cm said anything final. */
+static void rs_connect_done_timeout(struct rs_sock *rs)
+{
+	spin_lock_bh(&rs->lock);
+	if (!test_and_set_bit(RS_F_CM_DONE, &rs->flags)) {
+		rs->cm_result = -ETIMEDOUT;
+		rs->reason = RDMASOCK_REASON_TIMEOUT;
+	}
+	spin_unlock_bh(&rs->lock);
+}
+
+/* Runs under lock_sock: turn the CM outcome into the socket's state, or fall back to TCP. */
+void rs_connect_work(struct work_struct *work)
+{
+	struct rs_sock *rs = container_of(to_delayed_work(work), struct rs_sock, connect_work);
+	struct sock *sk = &rs->sk;
+	int err, reason;
+
+	lock_sock(sk);
+	if (sk->sk_state != TCP_SYN_SENT || rs->mode != RDMASOCK_MODE_NONE)
+		goto out;
+	rs_connect_done_timeout(rs);
+	err = rs->cm_result;
+	reason = rs->reason;
+	if (!err) {
+		rs->mode = RDMASOCK_MODE_RDMA;
+		sk->sk_state = TCP_ESTABLISHED;
+		rs_count(RS_CNT_CONN_RDMA);
+		rs_wake(sk, EPOLLOUT | EPOLLWRNORM);
+		goto out;
+	}
+	rs_teardown_rdma(rs, false);
+	if (reason == RDMASOCK_REASON_TIMEOUT || reason == RDMASOCK_REASON_PEER_REJECT)
+		rs_neg_cache_add((struct sockaddr *)&rs->peer_addr);
+	if (!rs->no_fallback) {
+		err = rs_tcp_connect_start(rs, (struct sockaddr *)&rs->peer_addr,
+					   rs->peer_addr_len, reason);
+		if (!err)
+			goto out;
+	}
+	WRITE_ONCE(sk->sk_err, -err);
+	sk->sk_state = TCP_CLOSE;
+	sk_error_report(sk);
+out:
+	release_sock(sk);
+}
+
+/* ---- passive side ----------------------------------------------------------------------------- */
+
+static int rs_id_bind(struct rs_sock *rs, struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	if (rs->sk.sk_reuse)
+		rdma_set_reuseaddr(id, 1);
+	return rdma_bind_addr(id, addr);
+}
+
+/*
+ * Bind the RDMA id to the address the TCP socket got (same port).  Failing is not an error for the
+ * socket: an address without an RDMA device (127.0.0.1) simply serves TCP only.
+ */
+int rs_cm_bind(struct rs_sock *rs, struct sockaddr *addr, int len)
+{
+	struct sockaddr_storage bound;
+	struct rdma_cm_id *id;
+	int err;
+
+	err = kernel_getsockname(rs->tcp, (struct sockaddr *)&bound);
+	if (err < 0)
+		return err;
+	id = rdma_create_id(sock_net(&rs->sk), rs_cm_handler, rs, RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(id))
+		return PTR_ERR(id);
+	err = rs_id_bind(rs, id, (struct sockaddr *)&bound);
+	if (err) {
+		rdma_destroy_id(id);
+		return err;
+	}
+	rs->cm_id = id;
+	return 0;
+}
+
+int rs_cm_listen(struct rs_sock *rs, int backlog)
+{
+	int err;
+
+	if (!rs->cm_id) {
+		err = rs_cm_bind(rs, NULL, 0);
+		if (err)
+			return err;
+	}
+	err = rdma_listen(rs->cm_id, backlog);
+	if (err) {
+		rdma_destroy_id(rs->cm_id);
+		rs->cm_id = NULL;
+	}
+	return err;
+}
+
+static struct rs_sock *rs_child_alloc(struct rs_sock *listener, struct rdma_cm_id *id)
+{
+	struct rs_sock *child;
+
+	child = rs_alloc_sock(sock_net(&listener->sk), NULL, 0);
+	if (!child)
+		return NULL;
+	child->sk.sk_rcvbuf = READ_ONCE(listener->sk.sk_rcvbuf);
+	child->sk.sk_sndbuf = READ_ONCE(listener->sk.sk_sndbuf);
+	child->sk.sk_userlocks = listener->sk.sk_userlocks;
+	child->nodelay = listener->nodelay;
+	child->no_fallback = listener->no_fallback;
+	sock_hold(&listener->sk);
+	child->parent = listener;
+	child->cm_id = id;
+	id->context = child;
+	return child;
+}
+
+/*
+ * Free a child that never reached the accept queue, from inside its id's handler: rdma_cm destroys
+ * the id itself when the handler returns non-zero.
+ */
+static void rs_child_free_early(struct rs_sock *child)
+{
+	rs_teardown_rdma(child, true);
+	child->cm_id = NULL;
+	sock_put(&child->sk);
+}
+
+static int rs_reject_hello(struct rdma_cm_id *id)
+{
+	__be32 why = cpu_to_be32(RS_REJ_HELLO);
+
+	rs_count(RS_CNT_PROTO_ERR);
+	rdma_reject(id, &why, sizeof(why), IB_CM_REJ_CONSUMER_DEFINED);
+	return -EPROTO;
+}
+
+static int rs_reject_reason(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	const __be32 *why;
+	u8 len = 0;
+
+	why = rdma_consumer_reject_data(id, ev, &len);
+	if (why && len >= sizeof(*why) && be32_to_cpu(*why) == RS_REJ_HELLO)
+		return RDMASOCK_REASON_HELLO;
+	return RDMASOCK_REASON_PEER_REJECT;
+}
+
+static bool rs_backlog_full(struct rs_sock *listener)
+{
+	return READ_ONCE(listener->queued) > READ_ONCE(listener->sk.sk_max_ack_backlog);
+}
+
+static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct rdma_conn_param param;
+	struct rs_hello hello;
+	struct rs_sock *child;
+	int err;
+
+	if (READ_ONCE(listener->sk.sk_state) != TCP_LISTEN || rs_backlog_full(listener))
+		return -ECONNREFUSED;
+	child = rs_child_alloc(listener, id);
+	if (!child)
+		return -ENOMEM;
+	err = rs_hello_parse(child, ev->param.conn.private_data, ev->param.conn.private_data_len);
+	if (err) {
+		err = rs_reject_hello(id);
+		goto fail;
+	}
+	child->remote_qpn = ev->param.conn.qp_num;
+	err = rs_conn_create(child, id);
+	if (!err)
+		err = rs_tx_ring_create(child);
+	if (err)
+		goto fail;
+	rs_hello_build(child, &hello);
+	rs_conn_param(&param, &hello);
+	err = rdma_accept(id, &param);
+	if (!err)
+		err = rs_post_reg(child);
+	if (err)
+		goto fail;
+	child->sk.sk_state = TCP_SYN_RECV;
+	spin_lock_bh(&listener->lock);
+	list_add_tail(&child->accept_node, &listener->pending_q);
+	listener->queued++;
+	spin_unlock_bh(&listener->lock);
+	return 0;
+fail:
+	rs_child_free_early(child);
+	return err;
+}
+
+/* The child's CM ESTABLISHED: move it to the listener's ready queue. */
+static void rs_cm_child_established(struct rs_sock *child)
+{
+	struct rs_sock *listener = child->parent;
+	bool queued = false;
+
+	child->mode = RDMASOCK_MODE_RDMA;
+	if (rs_post_ready(child)) {
+		rs_abort(child, -ECONNRESET);
+		return;
+	}
+	spin_lock_bh(&listener->lock);
+	if (!list_empty(&child->accept_node) && listener->sk.sk_state == TCP_LISTEN) {
+		list_move_tail(&child->accept_node, &listener->ready_q);
+		if (child->sk.sk_state == TCP_SYN_RECV)
+			child->sk.sk_state = TCP_ESTABLISHED;
+		queued = true;
+	}
+	spin_unlock_bh(&listener->lock);
+	if (queued) {
+		rs_count(RS_CNT_CONN_RDMA);
+		rs_wake(&listener->sk, EPOLLIN | EPOLLRDNORM);
+	}
+}
+
+struct rs_sock *rs_cm_accept_ready(struct rs_sock *listener)
+{
+	struct rs_sock *child;
+
+	spin_lock_bh(&listener->lock);
+	child = list_first_entry_or_null(&listener->ready_q, struct rs_sock, accept_node);
+	if (child) {
+		list_del_init(&child->accept_node);
+		listener->queued--;
+	}
+	spin_unlock_bh(&listener->lock);
+	return child;
+}
+
+/* Stop listening: no new CM requests, and every child not yet accepted is reset. */
+void rs_cm_listener_close(struct rs_sock *rs)
+{
+	struct rdma_cm_id *id = xchg(&rs->cm_id, NULL);
+	struct rs_sock *child, *tmp;
+	LIST_HEAD(orphans);
+
+	if (id)
+		rdma_destroy_id(id);
+	spin_lock_bh(&rs->lock);
+	rs->sk.sk_state = TCP_CLOSE;
+	list_splice_init(&rs->pending_q, &orphans);
+	list_splice_init(&rs->ready_q, &orphans);
+	rs->queued = 0;
+	spin_unlock_bh(&rs->lock);
+	list_for_each_entry_safe(child, tmp, &orphans, accept_node) {
+		list_del_init(&child->accept_node);
+		rs_abort(child, -ECONNRESET);
+		/* The queue's reference: the abort's teardown work holds its own. */
+		sock_put(&child->sk);
+	}
+}
+
+/* ---- events ---------------------------------------------------------------------------------- */
+
+static void rs_cm_disconnected(struct rs_sock *rs)
+{
+	set_bit(RS_F_DISCONNECTED, &rs->flags);
+	if (!test_bit(RS_F_PEER_FIN, &rs->flags))
+		rs_abort(rs, -ECONNRESET);
+	else
+		rs_wake(&rs->sk, EPOLLOUT | EPOLLIN | EPOLLRDHUP);
+}
+
+static int rs_cm_device_removal(struct rs_sock *rs, struct rdma_cm_id *id)
+{
+	if (READ_ONCE(rs->sk.sk_state) == TCP_LISTEN) {
+		/* A listener bound to this device's address: it goes on serving TCP. */
+		if (cmpxchg(&rs->cm_id, id, NULL) == id)
+			return 1;	/* rdma_cm destroys the id */
+		return 0;
+	}
+	rs_connect_done(rs, -ENETUNREACH, RDMASOCK_REASON_NO_DEVICE);
+	rs_abort(rs, -ENETDOWN);
+	return 0;
+}
+
+static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct rs_sock *rs = id->context;
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return rs_cm_request(rs, id, ev);
+	if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
+		return rs_cm_device_removal(rs, id);
+	if (test_bit(RS_F_DYING, &rs->flags))
+		return 0;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rdma_resolve_route(id, rs_connect_timeout_ms))
+			rs_connect_done(rs, -EHOSTUNREACH, RDMASOCK_REASON_NO_DEVICE);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		rs_cm_route_resolved(rs, id);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (rs->parent)
+			rs_cm_child_established(rs);
+		else
+			rs_cm_client_established(rs, ev);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		rs_connect_done(rs, -ECONNREFUSED, rs_reject_reason(id, ev));
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		rs_connect_done(rs, -EHOSTUNREACH, RDMASOCK_REASON_NO_DEVICE);
+		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		rs_connect_done(rs, -ETIMEDOUT, RDMASOCK_REASON_TIMEOUT);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		rs_cm_disconnected(rs);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}

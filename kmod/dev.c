@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmasock device layer: an ib_client that knows which sockets use which RDMA device, so that when
+ * a device goes away (rdma link delete, driver unload) every socket on it fails promptly and frees
+ * its PD/CQ/QP/MRs before the driver tears the device down.
+ *
+ * ib_core removes clients in reverse registration order, so our remove() runs before rdma_cm's:
+ * by the time rdma_cm sends DEVICE_REMOVAL, our connections have destroyed their cm_ids already.
+ */
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/wait.h>
+#include "rdmasock.h"
+
+static LIST_HEAD(rs_dev_socks);
+static DEFINE_MUTEX(rs_dev_lock);
+static DECLARE_WAIT_QUEUE_HEAD(rs_dev_wait);
+
+int rs_dev_attach(struct rs_sock *rs, struct ib_device *ibdev)
+{
+	mutex_lock(&rs_dev_lock);
+	rs->ibdev = ibdev;
+	list_add_tail(&rs->dev_node, &rs_dev_socks);
+	mutex_unlock(&rs_dev_lock);
+	return 0;
+}
+
+void rs_dev_detach(struct rs_sock *rs)
+{
+	mutex_lock(&rs_dev_lock);
+	if (rs->ibdev) {
+		list_del_init(&rs->dev_node);
+		rs->ibdev = NULL;
+	}
+	mutex_unlock(&rs_dev_lock);
+	wake_up_all(&rs_dev_wait);
+}
+
+static bool rs_dev_in_use(struct ib_device *ibdev)
+{
+	struct rs_sock *rs;
+	bool used = false;
+
+	mutex_lock(&rs_dev_lock);
+	list_for_each_entry(rs, &rs_dev_socks, dev_node)
+		if (rs->ibdev == ibdev)
+			used = true;
+	mutex_unlock(&rs_dev_lock);
+	return used;
+}
+
+static int rs_dev_add(struct ib_device *ibdev)
+{
+	return 0;
+}
+
+static void rs_dev_remove(struct ib_device *ibdev, void *client_data)
+{
+	struct rs_sock *rs;
+	unsigned int n = 0;
+
+	mutex_lock(&rs_dev_lock);
+	list_for_each_entry(rs, &rs_dev_socks, dev_node) {
+		if (rs->ibdev != ibdev)
+			continue;
+		rs_abort(rs, -ENETDOWN);
+		n++;
+	}
+	mutex_unlock(&rs_dev_lock);
+	if (n) {
+		rs_count(RS_CNT_DEV_REMOVAL);
+		pr_info("rdmasock: %s going away: resetting %u connection(s)\n",
+			dev_name(&ibdev->dev), n);
+	}
+	/* Each aborted socket's teardown work detaches it; wait for all of them. */
+	wait_event(rs_dev_wait, !rs_dev_in_use(ibdev));
+}
+
+static struct ib_client rs_ib_client = {
+	.name = "rdmasock",
+	.add = rs_dev_add,
+	.remove = rs_dev_remove,
+};
+
+int rs_dev_init(void)
+{
+	return ib_register_client(&rs_ib_client);
+}
+
+void rs_dev_exit(void)
+{
+	ib_unregister_client(&rs_ib_client);
+}

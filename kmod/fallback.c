@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmasock fallback: the kernel TCP socket behind every rdmasock socket.
+ *
+ * It owns the port (so TCP's bind rules and errors apply unchanged), listens beside the RDMA
+ * listener (so plain TCP clients are served), and carries the bytes when RDMA is not possible.
+ * Its callbacks forward every wakeup to the rdmasock socket's wait queue, where all poll/epoll
+ * waiters sit, so waiters registered before a fallback keep getting their events.
+ *
+ * The negative cache remembers destinations that answered without rdmasock (or not at all), so
+ * the next connect goes straight to TCP.
+ */
+#include <linux/jiffies.h>
+#include <linux/slab.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/tcp.h>
+#include <net/tcp.h>
+#include "rdmasock.h"
+
+static unsigned int rs_neg_cache_ttl_ms = 10000;
+module_param_named(neg_cache_ttl_ms, rs_neg_cache_ttl_ms, uint, 0644);
+MODULE_PARM_DESC(neg_cache_ttl_ms, "how long a destination without rdmasock is sent straight to TCP (0: never)");
+
+/* ---- callbacks ------------------------------------------------------------------------------- */
+
+static struct rs_sock *rs_tcp_owner(struct sock *tsk)
+{
+	return tsk->sk_user_data;
+}
+
+static void rs_tcp_mirror(struct rs_sock *rs, struct sock *tsk)
+{
+	int err = READ_ONCE(tsk->sk_err);
+
+	if (err)
+		WRITE_ONCE(rs->sk.sk_err, err);
+	if (rs->mode == RDMASOCK_MODE_TCP)
+		WRITE_ONCE(rs->sk.sk_state, READ_ONCE(tsk->sk_state));
+}
+
+static void rs_tcp_data_ready(struct sock *tsk)
+{
+	struct rs_sock *rs;
+
+	read_lock_bh(&tsk->sk_callback_lock);
+	rs = rs_tcp_owner(tsk);
+	if (rs) {
+		rs->tcp_data_ready(tsk);
+		rs_wake(&rs->sk, EPOLLIN | EPOLLRDNORM);
+	}
+	read_unlock_bh(&tsk->sk_callback_lock);
+}
+
+static void rs_tcp_write_space(struct sock *tsk)
+{
+	struct rs_sock *rs;
+
+	read_lock_bh(&tsk->sk_callback_lock);
+	rs = rs_tcp_owner(tsk);
+	if (rs) {
+		rs->tcp_write_space(tsk);
+		rs_wake(&rs->sk, EPOLLOUT | EPOLLWRNORM);
+	}
+	read_unlock_bh(&tsk->sk_callback_lock);
+}
+
+static void rs_tcp_state_change(struct sock *tsk)
+{
+	struct rs_sock *rs;
+
+	read_lock_bh(&tsk->sk_callback_lock);
+	rs = rs_tcp_owner(tsk);
+	if (rs) {
+		rs->tcp_state_change(tsk);
+		rs_tcp_mirror(rs, tsk);
+		rs_wake(&rs->sk, EPOLLIN | EPOLLOUT | EPOLLHUP | EPOLLRDHUP | EPOLLERR);
+	}
+	read_unlock_bh(&tsk->sk_callback_lock);
+}
+
+static void rs_tcp_error_report(struct sock *tsk)
+{
+	struct rs_sock *rs;
+
+	read_lock_bh(&tsk->sk_callback_lock);
+	rs = rs_tcp_owner(tsk);
+	if (rs) {
+		rs->tcp_error_report(tsk);
+		rs_tcp_mirror(rs, tsk);
+		rs_wake(&rs->sk, EPOLLERR);
+	}
+	read_unlock_bh(&tsk->sk_callback_lock);
+}
+
+/*
+ * Hook @tcp's callbacks.  A socket accepted from our TCP listener is a clone of it and arrives with
+ * our hooks and the listener as owner already: its real callbacks are the listener's saved ones.
+ */
+void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp)
+{
+	struct sock *tsk = tcp->sk;
+	struct rs_sock *from;
+
+	write_lock_bh(&tsk->sk_callback_lock);
+	from = tsk->sk_data_ready == rs_tcp_data_ready ? rs_tcp_owner(tsk) : NULL;
+	if (from) {
+		rs->tcp_data_ready = from->tcp_data_ready;
+		rs->tcp_write_space = from->tcp_write_space;
+		rs->tcp_state_change = from->tcp_state_change;
+		rs->tcp_error_report = from->tcp_error_report;
+	} else {
+		rs->tcp_data_ready = tsk->sk_data_ready;
+		rs->tcp_write_space = tsk->sk_write_space;
+		rs->tcp_state_change = tsk->sk_state_change;
+		rs->tcp_error_report = tsk->sk_error_report;
+	}
+	tsk->sk_user_data = rs;
+	tsk->sk_data_ready = rs_tcp_data_ready;
+	tsk->sk_write_space = rs_tcp_write_space;
+	tsk->sk_state_change = rs_tcp_state_change;
+	tsk->sk_error_report = rs_tcp_error_report;
+	write_unlock_bh(&tsk->sk_callback_lock);
+	rs->tcp = tcp;
+}
+
+/* Unhook and close the TCP socket (it lingers by its own SO_LINGER, copied from ours). */
+void rs_tcp_detach(struct rs_sock *rs)
+{
+	struct socket *tcp = rs->tcp;
+	struct sock *tsk = tcp->sk;
+
+	rs_tcp_sync(rs);
+	write_lock_bh(&tsk->sk_callback_lock);
+	if (tsk->sk_user_data == rs) {
+		tsk->sk_data_ready = rs->tcp_data_ready;
+		tsk->sk_write_space = rs->tcp_write_space;
+		tsk->sk_state_change = rs->tcp_state_change;
+		tsk->sk_error_report = rs->tcp_error_report;
+		tsk->sk_user_data = NULL;
+	}
+	write_unlock_bh(&tsk->sk_callback_lock);
+	rs->tcp = NULL;
+	sock_release(tcp);
+}
+
+/* ---- options --------------------------------------------------------------------------------- */
+
+/*
+ * SOL_SOCKET options land on the rdmasock socket (the syscall layer sets them there directly):
+ * copy the ones TCP acts on.  Cheap enough to run before every call delegated to TCP.
+ */
+static void rs_tcp_sync_sk(struct sock *sk, struct sock *tsk)
+{
+	WRITE_ONCE(tsk->sk_rcvtimeo, READ_ONCE(sk->sk_rcvtimeo));
+	WRITE_ONCE(tsk->sk_sndtimeo, READ_ONCE(sk->sk_sndtimeo));
+	WRITE_ONCE(tsk->sk_rcvlowat, READ_ONCE(sk->sk_rcvlowat));
+	if (sock_flag(sk, SOCK_LINGER) != sock_flag(tsk, SOCK_LINGER) ||
+	    tsk->sk_lingertime != sk->sk_lingertime) {
+		lock_sock(tsk);
+		tsk->sk_lingertime = sk->sk_lingertime;
+		sock_valbool_flag(tsk, SOCK_LINGER, sock_flag(sk, SOCK_LINGER));
+		release_sock(tsk);
+	}
+	if (sock_flag(sk, SOCK_KEEPOPEN) && !sock_flag(tsk, SOCK_KEEPOPEN))
+		sock_set_keepalive(tsk);
+}
+
+void rs_tcp_sync(struct rs_sock *rs)
+{
+	rs_tcp_sync_sk(&rs->sk, rs->tcp->sk);
+}
+
+static void rs_tcp_init_opts(struct rs_sock *rs, struct socket *tcp)
+{
+	struct sock *sk = &rs->sk, *tsk = tcp->sk;
+
+	lock_sock(tsk);
+	tsk->sk_reuse = sk->sk_reuse;
+	tsk->sk_reuseport = sk->sk_reuseport;
+	tsk->sk_userlocks = sk->sk_userlocks;
+	if (sk->sk_userlocks & SOCK_RCVBUF_LOCK)
+		WRITE_ONCE(tsk->sk_rcvbuf, sk->sk_rcvbuf);
+	if (sk->sk_userlocks & SOCK_SNDBUF_LOCK)
+		WRITE_ONCE(tsk->sk_sndbuf, sk->sk_sndbuf);
+	tsk->sk_priority = sk->sk_priority;
+	tsk->sk_mark = sk->sk_mark;
+	tsk->sk_bound_dev_if = sk->sk_bound_dev_if;
+	release_sock(tsk);
+	rs_tcp_sync_sk(sk, tsk);
+}
+
+/* Carry TCP-level settings over when the TCP socket is re-made for another family. */
+static void rs_tcp_copy_tcp_opts(struct socket *from, struct socket *to)
+{
+	struct tcp_sock *tp = tcp_sk(from->sk);
+
+	if (tp->nonagle & TCP_NAGLE_OFF)
+		tcp_sock_set_nodelay(to->sk);
+	if (tp->nonagle & TCP_NAGLE_CORK)
+		tcp_sock_set_cork(to->sk, true);
+	if (tp->keepalive_time)
+		tcp_sock_set_keepidle(to->sk, tp->keepalive_time / HZ);
+	if (tp->keepalive_intvl)
+		tcp_sock_set_keepintvl(to->sk, tp->keepalive_intvl / HZ);
+	if (tp->keepalive_probes)
+		tcp_sock_set_keepcnt(to->sk, tp->keepalive_probes);
+	if (inet_csk(from->sk)->icsk_user_timeout)
+		tcp_sock_set_user_timeout(to->sk, inet_csk(from->sk)->icsk_user_timeout);
+}
+
+/* Make sure the TCP socket exists with @family (unless it is already bound or connected). */
+int rs_tcp_ensure(struct rs_sock *rs, int family)
+{
+	struct socket *tcp;
+	int err;
+
+	if (rs->tcp && (rs->tcp->sk->sk_family == family || inet_sk(rs->tcp->sk)->inet_num ||
+			rs->tcp->sk->sk_state != TCP_CLOSE))
+		return 0;
+	err = __sock_create(sock_net(&rs->sk), family, SOCK_STREAM, IPPROTO_TCP, &tcp, 0);
+	if (err)
+		return err;
+	rs_tcp_init_opts(rs, tcp);
+	if (rs->tcp) {
+		rs_tcp_copy_tcp_opts(rs->tcp, tcp);
+		rs_tcp_detach(rs);
+	}
+	rs_tcp_attach(rs, tcp);
+	return 0;
+}
+
+/* Switch to TCP and start a nonblocking connect; rs_connect() waits for it if it must. */
+int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int reason)
+{
+	int err;
+
+	err = rs_tcp_ensure(rs, addr->sa_family);
+	if (err)
+		return err;
+	WRITE_ONCE(rs->mode, RDMASOCK_MODE_TCP);
+	rs->reason = reason;
+	rs_count_fallback(reason);
+	rs_count(RS_CNT_CONN_TCP);
+	rs_tcp_sync(rs);
+	err = kernel_connect(rs->tcp, addr, len, O_NONBLOCK);
+	rs_tcp_mirror(rs, rs->tcp->sk);
+	rs_wake(&rs->sk, EPOLLOUT | EPOLLIN | EPOLLERR);
+	return err == -EINPROGRESS ? 0 : err;
+}
+
+/* ---- negative cache -------------------------------------------------------------------------- */
+
+#define RS_NEG_CACHE_SIZE	64
+
+struct rs_neg_entry {
+	struct sockaddr_storage addr;
+	unsigned long expires;
+};
+
+static struct rs_neg_entry rs_neg_cache[RS_NEG_CACHE_SIZE];
+static unsigned int rs_neg_next;
+static DEFINE_SPINLOCK(rs_neg_lock);
+
+static bool rs_addr_equal(const struct sockaddr *a, const struct sockaddr *b)
+{
+	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)b;
+	const struct sockaddr_in6 *a6 = (const void *)a, *b6 = (const void *)b;
+
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return a4->sin_port == b4->sin_port && a4->sin_addr.s_addr == b4->sin_addr.s_addr;
+	return a6->sin6_port == b6->sin6_port && ipv6_addr_equal(&a6->sin6_addr, &b6->sin6_addr);
+}
+
+static size_t rs_addr_len(const struct sockaddr *a)
+{
+	return a->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+}
+
+bool rs_neg_cache_hit(const struct sockaddr *addr)
+{
+	bool hit = false;
+	unsigned int i;
+
+	spin_lock_bh(&rs_neg_lock);
+	for (i = 0; i < RS_NEG_CACHE_SIZE && !hit; i++) {
+		struct rs_neg_entry *e = &rs_neg_cache[i];
+
+		hit = e->expires && time_before(jiffies, e->expires) &&
+		      rs_addr_equal((struct sockaddr *)&e->addr, addr);
+	}
+	spin_unlock_bh(&rs_neg_lock);
+	return hit;
+}
+
+void rs_neg_cache_add(const struct sockaddr *addr)
+{
+	struct rs_neg_entry *e;
+
+	if (!rs_neg_cache_ttl_ms || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+		return;
+	spin_lock_bh(&rs_neg_lock);
+	e = &rs_neg_cache[rs_neg_next++ % RS_NEG_CACHE_SIZE];
+	memset(&e->addr, 0, sizeof(e->addr));
+	memcpy(&e->addr, addr, rs_addr_len(addr));
+	e->expires = jiffies + msecs_to_jiffies(rs_neg_cache_ttl_ms) ? : 1;
+	spin_unlock_bh(&rs_neg_lock);
+}
+
+void rs_neg_cache_exit(void)
+{
+	memset(rs_neg_cache, 0, sizeof(rs_neg_cache));
+}

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * rdmasock internals: the socket structure shared by all layers and the wire format.
+ * docs/design.md describes the protocol, the state machine and the locking rules.
+ */
+#ifndef RDMASOCK_H
+#define RDMASOCK_H
+
+#include <linux/types.h>
+#include <linux/net.h>
+#include <linux/workqueue.h>
+#include <net/sock.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+#include <linux/rdmasock.h>
+#include "compat.h"
+
+/* ---- wire format (all fields big-endian) ----------------------------------------------------- */
+
+#define RS_HELLO_MAGIC		0x52534f4bU	/* "RSOK" */
+#define RS_PROTO_VERSION	1
+
+/*
+ * Carried in the CM REQ (client) and REP (server) private data.  32 bytes: the REQ of RDMA_PS_TCP
+ * has room for 56.  The receiver always sees the padded length, so the hello encodes its own.
+ */
+struct rs_hello {
+	__be32 magic;
+	u8 version;
+	u8 flags;		/* none defined in version 1: must be zero */
+	__be16 len;		/* sizeof(struct rs_hello) */
+	__be64 ring_addr;	/* iova of the sender's receive ring */
+	__be32 ring_rkey;	/* rkey of that ring, valid for this QP's peer only */
+	__be32 ring_size;	/* bytes, a multiple of 4096, at most RS_RING_MAX */
+	__be32 reserved[2];	/* zero */
+};
+
+/*
+ * The 32-bit immediate of every message says what it is: the top two bits are the type, the low 30
+ * bits its argument.
+ *   DATA      (RDMA WRITE with immediate) n bytes were written at the receiver's producer cursor.
+ *   CONSUMED  (SEND with immediate, no payload) the receiver has consumed up to cursor mod 2^30.
+ *   CTRL      (SEND with immediate, no payload) READY, FIN or RESET.
+ */
+#define RS_IMM_TYPE_SHIFT	30
+#define RS_IMM_ARG_MASK		((1U << RS_IMM_TYPE_SHIFT) - 1)
+enum rs_imm_type {
+	RS_IMM_DATA = 0,
+	RS_IMM_CONSUMED = 1,
+	RS_IMM_CTRL = 2,
+};
+
+enum rs_ctrl {
+	RS_CTRL_READY = 1,	/* my rings are registered: you may write */
+	RS_CTRL_FIN = 2,	/* I will send no more data */
+	RS_CTRL_RESET = 3,	/* abort: I discarded data, as a TCP RST */
+};
+
+#define RS_RING_MIN		(16U << 10)
+#define RS_RING_MAX		(4U << 20)	/* < 2^29 keeps the 30-bit cursor unambiguous */
+#define RS_MAX_WRITE		(1U << 20)	/* one WRITE never carries more */
+
+/* ---- the socket ------------------------------------------------------------------------------ */
+
+/* A buffer of scattered pages seen as one range by the CPU (vmap) and by the HCA (an FRWR MR). */
+struct rs_ring {
+	void *buf;
+	struct page **pages;
+	struct scatterlist *sgl;
+	unsigned int npages;
+	int nents;
+	u32 size;
+	struct ib_device *dev;
+	struct ib_mr *mr;
+};
+
+/* One per send-queue slot: the completion context of the WR posted there. */
+struct rs_txctx {
+	struct ib_cqe cqe;
+	u32 seq;
+};
+
+enum rs_flag {
+	RS_F_PEER_READY,	/* peer's READY seen: its ring may be written */
+	RS_F_PEER_FIN,		/* peer sent FIN */
+	RS_F_FIN_SENT,
+	RS_F_RDMA_UP,		/* QP resources exist */
+	RS_F_DYING,		/* teardown started: completions and CM events are ignored */
+	RS_F_CM_DONE,		/* connect outcome (cm_result) is set */
+	RS_F_DISCONNECTED,	/* CM said the connection is gone */
+	RS_F_CM_EST,		/* CM ESTABLISHED handled (rings registered, READY posted) */
+	RS_F_ABORTED,		/* rs_abort() ran: the error is final */
+};
+
+struct rs_sock {
+	struct sock sk;			/* must be first */
+
+	/* Mode and fallback (fallback.c). */
+	u8 mode;			/* enum rdmasock_mode */
+	u8 reason;			/* enum rdmasock_fallback_reason */
+	bool no_fallback;
+	bool force_tcp;
+	bool nodelay;
+	bool cork;
+	struct socket *tcp;		/* kernel TCP socket: port owner, fallback carrier, TCP listener */
+
+	/* RDMA resources (cm.c, ring.c).  Changed only in process context under lock_sock. */
+	struct rdma_cm_id *cm_id;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	struct rs_ring rx;		/* the peer writes here */
+	struct rs_ring tx;		/* staging, mirrors the peer's ring offset for offset */
+	u32 sq_depth;
+	u32 rq_depth;
+	u32 max_inline;
+	struct rs_txctx *txc;		/* sq_depth entries */
+	struct ib_cqe recv_cqe;
+	struct ib_cqe reg_cqe;
+	u64 peer_ring_addr;
+	u32 peer_rkey;
+	u32 remote_qpn;
+	struct sockaddr_storage peer_addr;	/* connect() destination, kept for fallback */
+	int peer_addr_len;
+	struct list_head dev_node;	/* on the device's socket list (dev.c) */
+	struct ib_device *ibdev;
+
+	/*
+	 * Cursors, byte counts since the connection began.  @lock (a BH spinlock) guards them
+	 * because the completion handlers (softirq) move rx_prod, tx_acked and sq_done.
+	 */
+	spinlock_t lock;
+	u64 rx_prod;			/* bytes the peer has placed in rx */
+	u64 rx_cons;			/* bytes the reader has consumed */
+	u64 rx_announced;		/* consumption last told to the peer */
+	u64 tx_prod;			/* bytes placed in the peer's ring */
+	u64 tx_acked;			/* bytes the peer says it consumed */
+	u32 sq_posted;			/* WRs posted */
+	u32 sq_done;			/* WRs known complete */
+	unsigned long flags;		/* enum rs_flag */
+	int cm_result;			/* outcome of an active connect */
+
+	/* Statistics. */
+	u64 bytes_sent;
+	u64 bytes_received;
+	u64 proto_errors;
+
+	/* Listener side (cm.c). */
+	struct rs_sock *parent;
+	struct list_head accept_node;	/* on parent's pending_q or ready_q */
+	struct list_head pending_q;	/* children accepted by the CM, not established yet */
+	struct list_head ready_q;	/* established children waiting for accept() */
+	unsigned int queued;		/* pending + ready */
+
+	/* Deferred work, run on rs_wq. */
+	struct delayed_work connect_work;	/* connect outcome, fallback, timeout */
+	struct work_struct teardown_work;	/* device removal, child abort */
+	struct work_struct close_work;		/* close after release() */
+	wait_queue_head_t close_wait;		/* close_work waits here for FIN's completion */
+
+	/* Saved for the TCP socket created lazily (fallback.c). */
+	void (*tcp_data_ready)(struct sock *sk);
+	void (*tcp_write_space)(struct sock *sk);
+	void (*tcp_state_change)(struct sock *sk);
+	void (*tcp_error_report)(struct sock *sk);
+};
+
+static inline struct rs_sock *rs_sk(const struct sock *sk)
+{
+	return (struct rs_sock *)sk;
+}
+
+/* ---- module-wide ----------------------------------------------------------------------------- */
+
+extern int rs_family;
+extern unsigned int rs_connect_timeout_ms;
+extern bool rs_fallback_default;
+extern struct workqueue_struct *rs_wq;
+extern struct proto rs_proto;
+
+/* af_rdmasock.c */
+struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern);
+void rs_wake(struct sock *sk, __poll_t mask);
+
+/* cm.c */
+int rs_cm_bind(struct rs_sock *rs, struct sockaddr *addr, int len);
+int rs_cm_listen(struct rs_sock *rs, int backlog);
+int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len);
+struct rs_sock *rs_cm_accept_ready(struct rs_sock *listener);
+void rs_cm_listener_close(struct rs_sock *rs);
+void rs_connect_work(struct work_struct *work);
+void rs_abort(struct rs_sock *rs, int err);
+void rs_peer_ready(struct rs_sock *rs);
+
+/* dev.c */
+int rs_dev_init(void);
+void rs_dev_exit(void);
+int rs_dev_attach(struct rs_sock *rs, struct ib_device *ibdev);
+void rs_dev_detach(struct rs_sock *rs);
+
+/* ring.c */
+int rs_ring_alloc(struct rs_ring *ring, struct ib_pd *pd, u32 size);
+void rs_ring_free(struct rs_ring *ring);
+void rs_ring_sync(struct rs_ring *ring, u32 off, u32 len, bool for_cpu);
+void rs_ring_reg_wr(struct rs_ring *ring, struct ib_reg_wr *wr, int access);
+
+/* tx.c */
+int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id);
+void rs_qp_destroy(struct rs_sock *rs);
+int rs_post_reg(struct rs_sock *rs);
+int rs_post_ready(struct rs_sock *rs);
+int rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled);
+int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len);
+bool rs_tx_idle(struct rs_sock *rs);
+u32 rs_tx_space(struct rs_sock *rs);
+
+/* rx.c */
+int rs_post_recvs(struct rs_sock *rs, u32 count);
+int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flags);
+u32 rs_rx_avail(struct rs_sock *rs);
+void rs_rx_announce(struct rs_sock *rs, bool force);
+
+/* close.c */
+int rs_shutdown(struct rs_sock *rs, int how);
+void rs_release(struct rs_sock *rs);
+void rs_teardown_rdma(struct rs_sock *rs, bool in_handler);
+void rs_close_work(struct work_struct *work);
+void rs_teardown_work(struct work_struct *work);
+
+/* fallback.c */
+int rs_tcp_ensure(struct rs_sock *rs, int family);
+int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int reason);
+void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp);
+void rs_tcp_detach(struct rs_sock *rs);
+void rs_tcp_sync(struct rs_sock *rs);
+bool rs_neg_cache_hit(const struct sockaddr *addr);
+void rs_neg_cache_add(const struct sockaddr *addr);
+void rs_neg_cache_exit(void);
+
+/* stats.c */
+enum rs_counter {
+	RS_CNT_SOCKETS,
+	RS_CNT_CONN_RDMA,
+	RS_CNT_CONN_TCP,
+	RS_CNT_FALLBACK,	/* + reason: RS_CNT_FALLBACK + RDMASOCK_REASON_* */
+	RS_CNT_PROTO_ERR = RS_CNT_FALLBACK + RDMASOCK_REASON_MAX,
+	RS_CNT_CQ_ERR,
+	RS_CNT_DEV_REMOVAL,
+	RS_CNT_MAX
+};
+void rs_count(enum rs_counter c);
+void rs_count_fallback(int reason);
+int rs_stats_init(void);
+void rs_stats_exit(void);
+
+#endif /* RDMASOCK_H */

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmasock rings: scattered order-0 pages that the CPU sees as one range through vmap() and the HCA
+ * sees as one range through a fast-registration MR.  No high-order allocation is ever needed, so a
+ * fragmented host can still open connections (SMC-R's contiguous buffers fail there).
+ */
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <linux/scatterlist.h>
+#include "rdmasock.h"
+
+void rs_ring_free(struct rs_ring *ring)
+{
+	unsigned int i;
+
+	if (ring->mr)
+		ib_dereg_mr(ring->mr);
+	if (ring->nents)
+		ib_dma_unmap_sg(ring->dev, ring->sgl, ring->npages, DMA_BIDIRECTIONAL);
+	if (ring->buf)
+		vunmap(ring->buf);
+	for (i = 0; ring->pages && i < ring->npages; i++)
+		if (ring->pages[i])
+			__free_page(ring->pages[i]);
+	kvfree(ring->pages);
+	kvfree(ring->sgl);
+	memset(ring, 0, sizeof(*ring));
+}
+
+static int rs_ring_pages(struct rs_ring *ring)
+{
+	unsigned int i;
+
+	ring->pages = kvcalloc(ring->npages, sizeof(*ring->pages), GFP_KERNEL);
+	ring->sgl = kvcalloc(ring->npages, sizeof(*ring->sgl), GFP_KERNEL);
+	if (!ring->pages || !ring->sgl)
+		return -ENOMEM;
+	sg_init_table(ring->sgl, ring->npages);
+	for (i = 0; i < ring->npages; i++) {
+		ring->pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		if (!ring->pages[i])
+			return -ENOMEM;
+		sg_set_page(&ring->sgl[i], ring->pages[i], PAGE_SIZE, 0);
+	}
+	ring->buf = vmap(ring->pages, ring->npages, VM_MAP, PAGE_KERNEL);
+	return ring->buf ? 0 : -ENOMEM;
+}
+
+/*
+ * Allocate @size bytes (a multiple of PAGE_SIZE) and an MR able to map them.  The MR is registered
+ * later by an IB_WR_REG_MR on the connection's own QP (rs_ring_reg_wr), which gives the key to
+ * that QP's peer only.
+ */
+int rs_ring_alloc(struct rs_ring *ring, struct ib_pd *pd, u32 size)
+{
+	int err, n;
+
+	memset(ring, 0, sizeof(*ring));
+	ring->dev = pd->device;
+	ring->size = size;
+	ring->npages = size >> PAGE_SHIFT;
+	err = rs_ring_pages(ring);
+	if (err)
+		goto fail;
+	n = ib_dma_map_sg(ring->dev, ring->sgl, ring->npages, DMA_BIDIRECTIONAL);
+	if (n <= 0) {
+		err = -EIO;
+		goto fail;
+	}
+	ring->nents = n;
+	ring->mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, ring->npages);
+	if (IS_ERR(ring->mr)) {
+		err = PTR_ERR(ring->mr);
+		ring->mr = NULL;
+		goto fail;
+	}
+	n = ib_map_mr_sg(ring->mr, ring->sgl, ring->nents, NULL, PAGE_SIZE);
+	if (n != ring->nents) {
+		err = n < 0 ? n : -EINVAL;
+		goto fail;
+	}
+	/* A fresh key for every registration: a stale peer can never hit a reused ring. */
+	ib_update_fast_reg_key(ring->mr, ib_inc_rkey(ring->mr->rkey));
+	return 0;
+fail:
+	rs_ring_free(ring);
+	return err;
+}
+
+void rs_ring_reg_wr(struct rs_ring *ring, struct ib_reg_wr *wr, int access)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->wr.opcode = IB_WR_REG_MR;
+	wr->mr = ring->mr;
+	wr->key = ring->mr->rkey;
+	wr->access = access;
+}
+
+/*
+ * Hand bytes [@off, @off + @len) of the ring to the CPU (after the HCA wrote them) or to the HCA
+ * (after the CPU wrote them).  A no-op on coherent machines and on software devices, but the
+ * DMA API contract on the others.
+ */
+void rs_ring_sync(struct rs_ring *ring, u32 off, u32 len, bool for_cpu)
+{
+	struct scatterlist *sg;
+	u32 pos = 0;
+	int i;
+
+	for_each_sg(ring->sgl, sg, ring->nents, i) {
+		u32 slen = sg_dma_len(sg), from, to;
+
+		if (pos + slen > off && pos < off + len) {
+			from = max(pos, off) - pos;
+			to = min(pos + slen, off + len) - pos;
+			if (for_cpu)
+				ib_dma_sync_single_for_cpu(ring->dev, sg_dma_address(sg) + from,
+							   to - from, DMA_BIDIRECTIONAL);
+			else
+				ib_dma_sync_single_for_device(ring->dev, sg_dma_address(sg) + from,
+							      to - from, DMA_BIDIRECTIONAL);
+		}
+		pos += slen;
+		if (pos >= off + len)
+			break;
+	}
+}

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmasock receive side: receive completions (softirq) and recvmsg.
+ *
+ * Every message the peer sends carries a 32-bit immediate and consumes one of our receive WRs,
+ * which carry no buffer: data lands in the ring by RDMA WRITE, control messages have no payload.
+ * A WR is reposted as soon as its completion is seen.  Nothing the peer sends is trusted: a length
+ * that overflows the ring, a cursor that moves backwards or past what we sent, an unknown type or
+ * opcode aborts the connection with EPROTO (counted), and never touches memory outside the ring.
+ */
+#include <linux/uio.h>
+#include <net/tcp_states.h>
+#include "rdmasock.h"
+
+static void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc);
+
+int rs_post_recvs(struct rs_sock *rs, u32 count)
+{
+	const struct ib_recv_wr *bad;
+	struct ib_recv_wr wr = {};
+	int err = 0;
+
+	rs->recv_cqe.done = rs_recv_done;
+	wr.wr_cqe = &rs->recv_cqe;
+	spin_lock_bh(&rs->lock);
+	while (count-- && !err && !test_bit(RS_F_DYING, &rs->flags))
+		err = ib_post_recv(rs->qp, &wr, &bad);
+	spin_unlock_bh(&rs->lock);
+	return err;
+}
+
+static void rs_proto_error(struct rs_sock *rs, const char *what, u32 imm)
+{
+	rs_count(RS_CNT_PROTO_ERR);
+	spin_lock(&rs->lock);
+	rs->proto_errors++;
+	spin_unlock(&rs->lock);
+	pr_info_ratelimited("rdmasock: peer QP %u broke the protocol (%s, imm %#x): connection reset\n",
+			    rs->remote_qpn, what, imm);
+	rs_abort(rs, -EPROTO);
+}
+
+static int rs_rx_data(struct rs_sock *rs, u32 len)
+{
+	int err = 0;
+
+	spin_lock(&rs->lock);
+	if (!len || len > rs->rx.size - (u32)(rs->rx_prod - rs->rx_cons) ||
+	    test_bit(RS_F_PEER_FIN, &rs->flags))
+		err = -EPROTO;
+	else
+		rs->rx_prod += len;
+	if (!err)
+		rs->bytes_received += len;
+	spin_unlock(&rs->lock);
+	if (!err)
+		rs->sk.sk_data_ready(&rs->sk);
+	return err;
+}
+
+static int rs_rx_consumed(struct rs_sock *rs, u32 cursor)
+{
+	int err = 0;
+	u32 delta;
+
+	spin_lock(&rs->lock);
+	delta = (cursor - (u32)rs->tx_acked) & RS_IMM_ARG_MASK;
+	if (delta > rs->tx_prod - rs->tx_acked)
+		err = -EPROTO;
+	else
+		rs->tx_acked += delta;
+	spin_unlock(&rs->lock);
+	if (!err && delta)
+		rs->sk.sk_write_space(&rs->sk);
+	return err;
+}
+
+static int rs_rx_ctrl(struct rs_sock *rs, u32 code)
+{
+	struct sock *sk = &rs->sk;
+
+	switch (code) {
+	case RS_CTRL_READY:
+		if (test_bit(RS_F_PEER_READY, &rs->flags))
+			return -EPROTO;
+		rs_peer_ready(rs);
+		sk->sk_write_space(sk);
+		return 0;
+	case RS_CTRL_FIN:
+		if (test_and_set_bit(RS_F_PEER_FIN, &rs->flags))
+			return -EPROTO;
+		spin_lock(&rs->lock);
+		WRITE_ONCE(sk->sk_shutdown, sk->sk_shutdown | RCV_SHUTDOWN);
+		if (sk->sk_state == TCP_ESTABLISHED)
+			WRITE_ONCE(sk->sk_state, TCP_CLOSE_WAIT);
+		spin_unlock(&rs->lock);
+		rs_wake(sk, EPOLLIN | EPOLLRDNORM | EPOLLRDHUP);
+		return 0;
+	case RS_CTRL_RESET:
+		rs_abort(rs, -ECONNRESET);
+		return 0;
+	default:
+		return -EPROTO;
+	}
+}
+
+static void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rs_sock *rs = cq->cq_context;
+	u32 imm, arg;
+	int err;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		/* Flushed after the peer's FIN: an orderly close.  Anything else is a reset. */
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			rs_count(RS_CNT_CQ_ERR);
+		set_bit(RS_F_DISCONNECTED, &rs->flags);
+		wake_up_all(&rs->close_wait);
+		if (!test_bit(RS_F_PEER_FIN, &rs->flags))
+			rs_abort(rs, -ECONNRESET);
+		return;
+	}
+	if (test_bit(RS_F_DYING, &rs->flags) || test_bit(RS_F_ABORTED, &rs->flags))
+		return;
+	rs_post_recvs(rs, 1);
+	imm = be32_to_cpu(wc->ex.imm_data);
+	if (!(wc->wc_flags & IB_WC_WITH_IMM)) {
+		rs_proto_error(rs, "no immediate", 0);
+		return;
+	}
+	arg = imm & RS_IMM_ARG_MASK;
+	switch (imm >> RS_IMM_TYPE_SHIFT) {
+	case RS_IMM_DATA:
+		err = wc->opcode == IB_WC_RECV_RDMA_WITH_IMM ? rs_rx_data(rs, arg) : -EPROTO;
+		break;
+	case RS_IMM_CONSUMED:
+		err = wc->opcode == IB_WC_RECV && !wc->byte_len ? rs_rx_consumed(rs, arg) : -EPROTO;
+		break;
+	case RS_IMM_CTRL:
+		err = wc->opcode == IB_WC_RECV && !wc->byte_len ? rs_rx_ctrl(rs, arg) : -EPROTO;
+		break;
+	default:
+		err = -EPROTO;
+	}
+	if (err)
+		rs_proto_error(rs, "bad message", imm);
+}
+
+u32 rs_rx_avail(struct rs_sock *rs)
+{
+	u32 avail;
+
+	spin_lock_bh(&rs->lock);
+	avail = test_bit(RS_F_ABORTED, &rs->flags) ? 0 : rs->rx_prod - rs->rx_cons;
+	spin_unlock_bh(&rs->lock);
+	return avail;
+}
+
+/*
+ * Tell the peer how far we have read, in steps of a quarter ring.  That is enough to never stall
+ * the writer: it blocks only on a full ring, and a reader that drained a full ring has a whole
+ * ring to announce.  @force announces any progress.
+ */
+void rs_rx_announce(struct rs_sock *rs, bool force)
+{
+	u64 cons;
+
+	spin_lock_bh(&rs->lock);
+	cons = rs->rx_cons;
+	spin_unlock_bh(&rs->lock);
+	if (cons == rs->rx_announced || (!force && cons - rs->rx_announced < rs->rx.size / 4))
+		return;
+	if (!rs_send_ctrl(rs, RS_IMM_CONSUMED, (u32)cons, false))
+		rs->rx_announced = cons;
+}
+
+/* Copy @len bytes at ring position @pos (a byte count since the start) to the reader. */
+static int rs_rx_copy(struct rs_sock *rs, u64 pos, u32 len, struct msghdr *msg)
+{
+	u32 off = pos % rs->rx.size;
+	u32 first = min(len, rs->rx.size - off);
+
+	rs_ring_sync(&rs->rx, off, first, true);
+	if (copy_to_iter(rs->rx.buf + off, first, &msg->msg_iter) != first)
+		return -EFAULT;
+	if (len == first)
+		return 0;
+	rs_ring_sync(&rs->rx, 0, len - first, true);
+	if (copy_to_iter(rs->rx.buf, len - first, &msg->msg_iter) != len - first)
+		return -EFAULT;
+	return 0;
+}
+
+static bool rs_rx_should_wake(struct rs_sock *rs, u64 pos)
+{
+	struct sock *sk = &rs->sk;
+
+	return READ_ONCE(rs->rx_prod) != pos || READ_ONCE(sk->sk_err) ||
+	       (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) ||
+	       READ_ONCE(sk->sk_state) == TCP_CLOSE;
+}
+
+static int rs_rx_wait(struct rs_sock *rs, long *timeo, u64 pos)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct sock *sk = &rs->sk;
+
+	rs_rx_announce(rs, false);	/* retry one an SQ-full moment refused */
+	add_wait_queue(sk_sleep(sk), &wait);
+	sk_wait_event(sk, timeo, rs_rx_should_wake(rs, pos), &wait);
+	remove_wait_queue(sk_sleep(sk), &wait);
+	return 0;
+}
+
+int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flags)
+{
+	struct sock *sk = &rs->sk;
+	long timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
+	int target = sock_rcvlowat(sk, flags & MSG_WAITALL, len);
+	bool peek = flags & MSG_PEEK;
+	u64 pos = rs->rx_cons;
+	size_t copied = 0;
+	int err = 0;
+
+	if (sk->sk_state == TCP_LISTEN)
+		return -ENOTCONN;
+	for (;;) {
+		u32 avail, n;
+
+		spin_lock_bh(&rs->lock);
+		avail = test_bit(RS_F_ABORTED, &rs->flags) ? 0 : rs->rx_prod - pos;
+		spin_unlock_bh(&rs->lock);
+		if (avail) {
+			/* As tcp_recvmsg(): a zero-length read with data waiting returns 0. */
+			n = min_t(size_t, avail, len - copied);
+			err = rs_rx_copy(rs, pos, n, msg);
+			if (err)
+				break;
+			pos += n;
+			copied += n;
+			if (!peek) {
+				spin_lock_bh(&rs->lock);
+				rs->rx_cons = pos;
+				spin_unlock_bh(&rs->lock);
+				rs_rx_announce(rs, false);
+			}
+			if (copied >= len)
+				break;
+			continue;
+		}
+		if (copied >= target)
+			break;
+		if (sk->sk_err) {
+			err = sock_error(sk);
+			break;
+		}
+		if (sk->sk_shutdown & RCV_SHUTDOWN)
+			break;
+		if (sk->sk_state == TCP_CLOSE) {
+			if (rs->mode == RDMASOCK_MODE_NONE)
+				err = -ENOTCONN;
+			break;
+		}
+		if (!timeo) {
+			err = -EAGAIN;
+			break;
+		}
+		if (signal_pending(current)) {
+			err = sock_intr_errno(timeo);
+			break;
+		}
+		rs_rx_wait(rs, &timeo, pos);
+	}
+	return copied ? copied : err;
+}

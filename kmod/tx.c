@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmasock transmit side: the QP, posting work requests, and sendmsg.
+ *
+ * Data is copied into the staging ring at the same offset it will occupy in the peer's ring, then
+ * one RDMA WRITE WITH IMMEDIATE moves it and tells the peer how many bytes arrived.  The peer's
+ * CONSUMED messages move tx_acked forward, which frees space in both rings at once: the staging
+ * bytes are no longer needed once the peer has seen them (a duplicate WRITE after a lost ACK is
+ * acknowledged by the responder, never executed again).
+ *
+ * Only every RS_SIGNAL_EVERY-th WR is signaled: its completion retires it and all WRs before it.
+ */
+#include <linux/slab.h>
+#include <linux/uio.h>
+#include <net/tcp_states.h>
+#include "rdmasock.h"
+
+#define RS_SQ_DEPTH		128
+#define RS_RQ_DEPTH		128
+#define RS_SIGNAL_EVERY		16
+#define RS_SQ_CTRL_RESERVE	4	/* SQ slots data may never take: CONSUMED, FIN, RESET */
+#define RS_MAX_INLINE		256
+
+static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc);
+
+static void rs_qp_event(struct ib_event *ev, void *ctx)
+{
+	struct rs_sock *rs = ctx;
+
+	if (ev->event == IB_EVENT_QP_FATAL || ev->event == IB_EVENT_QP_ACCESS_ERR ||
+	    ev->event == IB_EVENT_QP_REQ_ERR) {
+		rs_count(RS_CNT_CQ_ERR);
+		rs_abort(rs, -ECONNRESET);
+	}
+}
+
+static int rs_qp_alloc(struct rs_sock *rs, struct rdma_cm_id *id, u32 inline_size)
+{
+	struct ib_qp_init_attr attr = {};
+	int err;
+
+	attr.event_handler = rs_qp_event;
+	attr.qp_context = rs;
+	attr.send_cq = rs->cq;
+	attr.recv_cq = rs->cq;
+	attr.qp_type = IB_QPT_RC;
+	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
+	/* +1 on each queue for ib_drain_qp()'s marker WR. */
+	attr.cap.max_send_wr = rs->sq_depth + 1;
+	attr.cap.max_recv_wr = rs->rq_depth + 1;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	attr.cap.max_inline_data = inline_size;
+	err = rdma_create_qp(id, rs->pd, &attr);
+	if (err)
+		return err;
+	rs->qp = id->qp;
+	rs->max_inline = attr.cap.max_inline_data;
+	return 0;
+}
+
+int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id)
+{
+	unsigned int i;
+	int err;
+
+	rs->sq_depth = RS_SQ_DEPTH;
+	rs->rq_depth = RS_RQ_DEPTH;
+	rs->txc = kcalloc(rs->sq_depth, sizeof(*rs->txc), GFP_KERNEL);
+	if (!rs->txc)
+		return -ENOMEM;
+	for (i = 0; i < rs->sq_depth; i++)
+		rs->txc[i].cqe.done = rs_send_done;
+	/* Room for every WR of both queues plus the two drain markers: a full CQ would stall drain. */
+	rs->cq = ib_alloc_cq(id->device, rs, rs->sq_depth + rs->rq_depth + 4, 0, IB_POLL_SOFTIRQ);
+	if (IS_ERR(rs->cq)) {
+		err = PTR_ERR(rs->cq);
+		rs->cq = NULL;
+		return err;
+	}
+	/* Not every device does inline sends of this size: retry without. */
+	err = rs_qp_alloc(rs, id, RS_MAX_INLINE);
+	if (err)
+		err = rs_qp_alloc(rs, id, 0);
+	return err;
+}
+
+void rs_qp_destroy(struct rs_sock *rs)
+{
+	if (rs->qp) {
+		ib_drain_qp(rs->qp);
+		if (rs->cm_id && rs->cm_id->qp == rs->qp)
+			rdma_destroy_qp(rs->cm_id);
+		else
+			ib_destroy_qp(rs->qp);
+		rs->qp = NULL;
+	}
+	if (rs->cq) {
+		ib_free_cq(rs->cq);
+		rs->cq = NULL;
+	}
+	kfree(rs->txc);
+	rs->txc = NULL;
+}
+
+static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rs_txctx *ctx = container_of(wc->wr_cqe, struct rs_txctx, cqe);
+	struct rs_sock *rs = cq->cq_context;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR) {
+			rs_count(RS_CNT_CQ_ERR);
+			pr_debug("rdmasock: send completion %s\n", ib_wc_status_msg(wc->status));
+		}
+		/* The QP is in error: nothing more will complete, writes fail from now on. */
+		set_bit(RS_F_DISCONNECTED, &rs->flags);
+		if (!test_bit(RS_F_PEER_FIN, &rs->flags))
+			rs_abort(rs, -ECONNRESET);
+		wake_up_all(&rs->close_wait);
+		return;
+	}
+	spin_lock(&rs->lock);
+	/* A signaled WR completes every WR posted before it too (RC send queues complete in order). */
+	if ((s32)(ctx->seq + 1 - rs->sq_done) > 0)
+		rs->sq_done = ctx->seq + 1;
+	spin_unlock(&rs->lock);
+	rs->sk.sk_write_space(&rs->sk);
+	wake_up_all(&rs->close_wait);
+}
+
+/* Post one WR.  Serialised by rs->lock: ib_drain_qp() must never race a post. */
+static int rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl)
+{
+	const struct ib_send_wr *bad;
+	struct rs_txctx *ctx;
+	u32 limit = rs->sq_depth - (ctrl ? 0 : RS_SQ_CTRL_RESERVE);
+	int err;
+
+	spin_lock_bh(&rs->lock);
+	err = -EPIPE;
+	if (test_bit(RS_F_DYING, &rs->flags) || !rs->qp)
+		goto out;
+	err = -ENOBUFS;
+	if (rs->sq_posted - rs->sq_done >= limit)
+		goto out;
+	ctx = &rs->txc[rs->sq_posted % rs->sq_depth];
+	ctx->seq = rs->sq_posted;
+	if (signal || ctx->seq % RS_SIGNAL_EVERY == RS_SIGNAL_EVERY - 1)
+		wr->send_flags |= IB_SEND_SIGNALED;
+	wr->wr_cqe = &ctx->cqe;
+	wr->next = NULL;
+	err = ib_post_send(rs->qp, wr, &bad);
+	if (!err)
+		rs->sq_posted++;
+out:
+	spin_unlock_bh(&rs->lock);
+	return err;
+}
+
+/* A control message: SEND WITH IMMEDIATE and no payload. */
+int rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled)
+{
+	struct ib_send_wr wr = {};
+
+	wr.opcode = IB_WR_SEND_WITH_IMM;
+	wr.ex.imm_data = cpu_to_be32(type << RS_IMM_TYPE_SHIFT | (arg & RS_IMM_ARG_MASK));
+	return rs_post(rs, &wr, signaled, true);
+}
+
+/* Register both rings on this QP (REG_MR WRs execute in order before anything posted later). */
+int rs_post_reg(struct rs_sock *rs)
+{
+	struct ib_reg_wr reg;
+	int err;
+
+	rs_ring_reg_wr(&rs->rx, &reg, IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE);
+	err = rs_post(rs, &reg.wr, false, true);
+	if (err)
+		return err;
+	rs_ring_reg_wr(&rs->tx, &reg, IB_ACCESS_LOCAL_WRITE);
+	return rs_post(rs, &reg.wr, false, true);
+}
+
+/*
+ * Tell the peer it may write into our ring.  Sent only once the peer's QP can receive: by the client
+ * at ESTABLISHED (the server's QP is RTS since it accepted), by the server at its ESTABLISHED (the
+ * RTU proves the client's QP is ready; a SEND before that is dropped and waits for a retransmit).
+ */
+int rs_post_ready(struct rs_sock *rs)
+{
+	return rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_READY, false);
+}
+
+static int rs_post_write(struct rs_sock *rs, u32 off, u32 len)
+{
+	struct ib_rdma_wr wr = {};
+	struct ib_sge sge;
+
+	sge.addr = rs->tx.mr->iova + off;
+	sge.length = len;
+	sge.lkey = rs->tx.mr->lkey;
+	wr.wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
+	wr.wr.ex.imm_data = cpu_to_be32(RS_IMM_DATA << RS_IMM_TYPE_SHIFT | len);
+	wr.wr.sg_list = &sge;
+	wr.wr.num_sge = 1;
+	wr.remote_addr = rs->peer_ring_addr + off;
+	wr.rkey = rs->peer_rkey;
+	if (len <= rs->max_inline) {
+		/* Inline data is copied by the CPU at post time, from a kernel virtual address. */
+		wr.wr.send_flags |= IB_SEND_INLINE;
+		sge.addr = (uintptr_t)rs->tx.buf + off;
+	} else {
+		rs_ring_sync(&rs->tx, off, len, false);
+	}
+	return rs_post(rs, &wr.wr, false, false);
+}
+
+/* Bytes the peer's ring can take now; 0 before the peer is READY. */
+u32 rs_tx_space(struct rs_sock *rs)
+{
+	u32 space;
+
+	if (!test_bit(RS_F_PEER_READY, &rs->flags) || !rs->tx.size)
+		return 0;
+	spin_lock_bh(&rs->lock);
+	space = rs->tx.size - (u32)(rs->tx_prod - rs->tx_acked);
+	if (rs->sq_posted - rs->sq_done >= rs->sq_depth - RS_SQ_CTRL_RESERVE)
+		space = 0;
+	spin_unlock_bh(&rs->lock);
+	return space;
+}
+
+/* Nothing of ours is still in flight (or nothing ever will complete again). */
+bool rs_tx_idle(struct rs_sock *rs)
+{
+	bool idle;
+
+	spin_lock_bh(&rs->lock);
+	idle = rs->sq_posted == rs->sq_done || test_bit(RS_F_DISCONNECTED, &rs->flags) ||
+	       test_bit(RS_F_ABORTED, &rs->flags);
+	spin_unlock_bh(&rs->lock);
+	return idle;
+}
+
+/* Why a write cannot proceed, or 0.  -EPIPE is turned into TCP's error by sk_stream_error(). */
+static int rs_tx_error(struct rs_sock *rs)
+{
+	struct sock *sk = &rs->sk;
+
+	if (READ_ONCE(sk->sk_err) || (READ_ONCE(sk->sk_shutdown) & SEND_SHUTDOWN))
+		return -EPIPE;
+	if (test_bit(RS_F_DISCONNECTED, &rs->flags))
+		return -EPIPE;
+	switch (READ_ONCE(sk->sk_state)) {
+	case TCP_ESTABLISHED:
+	case TCP_CLOSE_WAIT:
+	case TCP_SYN_SENT:
+		return 0;
+	default:
+		return -EPIPE;	/* as tcp_sendmsg() on a socket that is not connected */
+	}
+}
+
+static bool rs_tx_can_write(struct rs_sock *rs)
+{
+	return READ_ONCE(rs->sk.sk_state) != TCP_SYN_SENT && rs_tx_space(rs);
+}
+
+static int rs_tx_wait(struct rs_sock *rs, long *timeo)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct sock *sk = &rs->sk;
+	int err;
+
+	add_wait_queue(sk_sleep(sk), &wait);
+	for (;;) {
+		err = rs_tx_error(rs);
+		if (err || rs_tx_can_write(rs))
+			break;
+		err = -EAGAIN;
+		if (!*timeo)
+			break;
+		err = sock_intr_errno(*timeo);
+		if (signal_pending(current))
+			break;
+		set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+		sk_wait_event(sk, timeo, rs_tx_error(rs) || rs_tx_can_write(rs), &wait);
+	}
+	remove_wait_queue(sk_sleep(sk), &wait);
+	return err;
+}
+
+int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
+{
+	struct sock *sk = &rs->sk;
+	long timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
+	size_t copied = 0;
+	int err = 0;
+
+	while (copied < len) {
+		u32 space, off, chunk;
+
+		err = rs_tx_wait(rs, &timeo);
+		if (err)
+			break;
+		space = rs_tx_space(rs);
+		off = rs->tx_prod % rs->tx.size;
+		chunk = min_t(size_t, len - copied, space);
+		chunk = min3(chunk, rs->tx.size - off, RS_MAX_WRITE);
+		chunk = copy_from_iter(rs->tx.buf + off, chunk, &msg->msg_iter);
+		if (!chunk) {
+			err = -EFAULT;
+			break;
+		}
+		err = rs_post_write(rs, off, chunk);
+		if (err)
+			break;
+		spin_lock_bh(&rs->lock);
+		rs->tx_prod += chunk;
+		rs->bytes_sent += chunk;
+		spin_unlock_bh(&rs->lock);
+		copied += chunk;
+	}
+	if (copied)
+		return copied;
+	if (err == -EPIPE || err == -ENOBUFS)
+		return sk_stream_error(sk, msg->msg_flags, -EPIPE);
+	return err;
+}

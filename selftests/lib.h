@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the rdmasock selftests: the family number, the test host's addresses, and
+ * connected pairs of either family so that every test runs on TCP (the oracle) and on rdmasock.
+ */
+#ifndef RDMASOCK_SELFTEST_LIB_H
+#define RDMASOCK_SELFTEST_LIB_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/rdmasock.h>
+
+enum carrier { CARRIER_TCP, CARRIER_RDMASOCK };
+
+static inline int rs_family_number(void)
+{
+	FILE *f = fopen(RDMASOCK_FAMILY_PARAM, "r");
+	int fam = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &fam) != 1)
+		fam = -1;
+	fclose(f);
+	return fam;
+}
+
+/* The socket() family for a carrier and an address family. */
+static inline int carrier_family(enum carrier c, int af)
+{
+	return c == CARRIER_TCP ? af : rs_family_number();
+}
+
+/* The test host's own address on the RDMA-capable interface (127.0.0.1 has no RDMA path). */
+static inline socklen_t host_addr(int af, struct sockaddr_storage *ss, unsigned short port)
+{
+	const char *v4 = getenv("RDMASOCK_ADDR"), *v6 = getenv("RDMASOCK_ADDR6");
+
+	memset(ss, 0, sizeof(*ss));
+	if (af == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		inet_pton(AF_INET, v4 ? v4 : "127.0.0.1", &sin->sin_addr);
+		return sizeof(*sin);
+	}
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+	sin6->sin6_family = AF_INET6;
+	sin6->sin6_port = htons(port);
+	inet_pton(AF_INET6, v6 ? v6 : "::1", &sin6->sin6_addr);
+	return sizeof(*sin6);
+}
+
+static inline unsigned short addr_port(const struct sockaddr_storage *ss)
+{
+	return ntohs(ss->ss_family == AF_INET ? ((struct sockaddr_in *)ss)->sin_port :
+						((struct sockaddr_in6 *)ss)->sin6_port);
+}
+
+/* A listening socket on the host address, ephemeral port; *ss receives the bound address. */
+static inline int make_listener(enum carrier c, int af, struct sockaddr_storage *ss, socklen_t *len)
+{
+	int one = 1, fd = socket(carrier_family(c, af), SOCK_STREAM, 0);
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	*len = host_addr(af, ss, 0);
+	if (bind(fd, (struct sockaddr *)ss, *len) || listen(fd, 16) ||
+	    getsockname(fd, (struct sockaddr *)ss, len)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A connected pair through a fresh listener: *cfd the client, *sfd the accepted end. */
+static inline int make_pair(enum carrier c, int af, int *cfd, int *sfd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd = make_listener(c, af, &ss, &len);
+
+	if (lfd < 0)
+		return -1;
+	*cfd = socket(carrier_family(c, af), SOCK_STREAM, 0);
+	if (*cfd < 0 || connect(*cfd, (struct sockaddr *)&ss, len)) {
+		close(lfd);
+		return -1;
+	}
+	*sfd = accept(lfd, NULL, NULL);
+	close(lfd);
+	return *sfd < 0 ? -1 : 0;
+}
+
+static inline int rs_getint(int fd, int opt)
+{
+	int val = -1;
+	socklen_t len = sizeof(val);
+
+	if (getsockopt(fd, SOL_RDMASOCK, opt, &val, &len))
+		return -errno;
+	return val;
+}
+
+/* For rdmasock: is this connection really carried by RDMA (no silent fallback)? */
+static inline bool carried_as_expected(enum carrier c, int fd)
+{
+	if (c == CARRIER_TCP)
+		return true;
+	return rs_getint(fd, RDMASOCK_MODE) == RDMASOCK_MODE_RDMA;
+}
+
+/* poll() one fd for @events, up to @ms; returns revents (0 on timeout). */
+static inline short poll_one(int fd, short events, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	return poll(&p, 1, ms) == 1 ? p.revents : 0;
+}
+
+/* Simple deterministic byte pattern for stream checks. */
+static inline unsigned char pattern_byte(unsigned long long pos, unsigned int seed)
+{
+	unsigned long long x = (pos + 1) * 0x9E3779B97F4A7C15ULL ^ seed;
+
+	return (unsigned char)(x >> 29);
+}
+
+/* Write all of @len bytes. */
+static inline int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Read exactly @len bytes (0 on success, -1 on error or early EOF). */
+static inline int read_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = recv(fd, p, len, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+#endif

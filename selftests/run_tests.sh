@@ -1,0 +1,28 @@
+#!/bin/bash
+# Run every rdmasock selftest inside the VM (called by check.sh through selftests/vm/run).
+# Each program's TAP goes to the console and to $RDMASOCK_OUT/results/<name>.tap; a line
+# "summary: <name> <passed> <failed>" per program lets the host add them up.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+bin=$top/build/selftests
+out=${RDMASOCK_OUT:-/tmp}/results
+mkdir -p "$out"
+only=${RDMASOCK_TESTS:-}
+
+run_one() {
+	local name=$1; shift
+	local tap=$out/$name.tap pass fail
+	[ -n "$only" ] && ! grep -qw "$name" <<< "$only" && return 0
+	echo "# ---- $name"
+	"$@" 2>&1 | tee "$tap"
+	pass=$(grep -cE '^ok [0-9]+' "$tap")
+	fail=$(grep -cE '^not ok [0-9]+' "$tap")
+	# A program that died before its summary counts as one more failure.
+	grep -qE '^# (Totals|PASSED|FAILED)' "$tap" || fail=$((fail + 1))
+	echo "summary: $name $pass $fail" | tee -a "$out/summary"
+}
+
+for t in sock_test; do
+	run_one "$t" "$bin/$t"
+done
+# run_one devremove_test "$top/selftests/devremove_test.sh"

@@ -1,0 +1,728 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmasock socket semantics, with TCP as the oracle: every test runs once per variant (TCP and
+ * rdmasock, IPv4 and IPv6) and asserts the same observable behaviour.  rdmasock variants also check
+ * that the connection really runs over RDMA, so a silent fallback fails them.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/sendfile.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <linux/sockios.h>
+#include "lib.h"
+#include "kselftest_harness.h"
+
+FIXTURE(pair) {
+	int cfd;	/* client end */
+	int sfd;	/* accepted end */
+};
+
+FIXTURE_VARIANT(pair) {
+	enum carrier carrier;
+	int af;
+};
+
+FIXTURE_VARIANT_ADD(pair, tcp4) { .carrier = CARRIER_TCP, .af = AF_INET };
+FIXTURE_VARIANT_ADD(pair, tcp6) { .carrier = CARRIER_TCP, .af = AF_INET6 };
+FIXTURE_VARIANT_ADD(pair, rdma4) { .carrier = CARRIER_RDMASOCK, .af = AF_INET };
+FIXTURE_VARIANT_ADD(pair, rdma6) { .carrier = CARRIER_RDMASOCK, .af = AF_INET6 };
+
+FIXTURE_SETUP(pair)
+{
+	ASSERT_EQ(0, make_pair(variant->carrier, variant->af, &self->cfd, &self->sfd));
+	ASSERT_TRUE(carried_as_expected(variant->carrier, self->cfd));
+	ASSERT_TRUE(carried_as_expected(variant->carrier, self->sfd));
+}
+
+FIXTURE_TEARDOWN(pair)
+{
+	if (self->cfd >= 0)
+		close(self->cfd);
+	if (self->sfd >= 0)
+		close(self->sfd);
+}
+
+static volatile sig_atomic_t sigpipes;
+
+static void on_sigpipe(int sig)
+{
+	sigpipes++;
+}
+
+TEST_F(pair, send_recv_both_ways)
+{
+	char buf[64];
+
+	ASSERT_EQ(5, send(self->cfd, "hello", 5, 0));
+	ASSERT_EQ(5, recv(self->sfd, buf, 5, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, "hello", 5));
+	ASSERT_EQ(6, write(self->sfd, "world!", 6));
+	ASSERT_EQ(6, read(self->cfd, buf, 6));
+	ASSERT_EQ(0, memcmp(buf, "world!", 6));
+}
+
+TEST_F(pair, zero_length)
+{
+	char c;
+
+	ASSERT_EQ(0, send(self->cfd, "", 0, 0));
+	ASSERT_EQ(-1, recv(self->sfd, &c, 0, MSG_DONTWAIT));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(-1, recv(self->sfd, &c, 1, MSG_DONTWAIT));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(1, send(self->cfd, "z", 1, 0));
+	ASSERT_EQ(POLLIN, poll_one(self->sfd, POLLIN, 5000));
+	ASSERT_EQ(0, recv(self->sfd, &c, 0, MSG_DONTWAIT));
+	ASSERT_EQ(1, recv(self->sfd, &c, 1, MSG_DONTWAIT));
+}
+
+struct stream_arg {
+	int fd;
+	size_t len;
+	unsigned int seed;
+	size_t chunk;
+	int err;
+};
+
+static void *stream_writer(void *p)
+{
+	struct stream_arg *a = p;
+	unsigned char *buf = malloc(a->chunk);
+	size_t done = 0;
+
+	while (done < a->len) {
+		size_t n = a->len - done < a->chunk ? a->len - done : a->chunk;
+
+		for (size_t i = 0; i < n; i++)
+			buf[i] = pattern_byte(done + i, a->seed);
+		if (write_all(a->fd, buf, n)) {
+			a->err = errno;
+			break;
+		}
+		done += n;
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Read @len bytes and check them against the pattern; returns the first bad offset or -1. */
+static long long stream_check(int fd, size_t len, unsigned int seed)
+{
+	unsigned char buf[65536];
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+		if (n <= 0)
+			return done;
+		for (ssize_t i = 0; i < n; i++)
+			if (buf[i] != pattern_byte(done + i, seed))
+				return done + i;
+		done += n;
+	}
+	return -1;
+}
+
+TEST_F(pair, large_transfer_in_order)
+{
+	/* Far larger than any ring, in odd-sized writes, so the cursors wrap many times. */
+	struct stream_arg a = { .fd = self->cfd, .len = 24 << 20, .seed = 7, .chunk = 77777 };
+	pthread_t t;
+	char c;
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, stream_writer, &a));
+	ASSERT_EQ(-1, stream_check(self->sfd, a.len, a.seed));
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, a.err);
+	ASSERT_EQ(0, shutdown(self->cfd, SHUT_WR));
+	ASSERT_EQ(0, recv(self->sfd, &c, 1, 0));
+}
+
+TEST_F(pair, both_directions_at_once)
+{
+	struct stream_arg a = { .fd = self->cfd, .len = 6 << 20, .seed = 1, .chunk = 4096 };
+	struct stream_arg b = { .fd = self->sfd, .len = 6 << 20, .seed = 2, .chunk = 100000 };
+	pthread_t ta, tb;
+
+	ASSERT_EQ(0, pthread_create(&ta, NULL, stream_writer, &a));
+	ASSERT_EQ(0, pthread_create(&tb, NULL, stream_writer, &b));
+	ASSERT_EQ(-1, stream_check(self->cfd, b.len, b.seed));
+	ASSERT_EQ(-1, stream_check(self->sfd, a.len, a.seed));
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	ASSERT_EQ(0, a.err);
+	ASSERT_EQ(0, b.err);
+}
+
+TEST_F(pair, peek_then_read)
+{
+	char buf[16];
+
+	ASSERT_EQ(8, send(self->cfd, "abcdefgh", 8, 0));
+	ASSERT_EQ(POLLIN, poll_one(self->sfd, POLLIN, 5000));
+	ASSERT_EQ(4, recv(self->sfd, buf, 4, MSG_PEEK));
+	ASSERT_EQ(0, memcmp(buf, "abcd", 4));
+	ASSERT_EQ(8, recv(self->sfd, buf, 8, MSG_PEEK | MSG_WAITALL));
+	ASSERT_EQ(8, recv(self->sfd, buf, sizeof(buf), MSG_WAITALL | MSG_DONTWAIT));
+	ASSERT_EQ(0, memcmp(buf, "abcdefgh", 8));
+}
+
+TEST_F(pair, waitall_gathers_several_sends)
+{
+	char buf[12];
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		for (int i = 0; i < 3; i++) {
+			usleep(20000);
+			if (send(self->cfd, "wxyz", 4, 0) != 4)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(12, recv(self->sfd, buf, sizeof(buf), MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, "wxyzwxyzwxyz", 12));
+	int status;
+
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+}
+
+TEST_F(pair, readv_writev)
+{
+	char a[3] = "abc", b[5] = "defgh", x[4], y[4];
+	struct iovec out[2] = { { a, 3 }, { b, 5 } }, in[2] = { { x, 4 }, { y, 4 } };
+
+	ASSERT_EQ(8, writev(self->cfd, out, 2));
+	ASSERT_EQ(POLLIN, poll_one(self->sfd, POLLIN, 5000));
+	ASSERT_EQ(8, readv(self->sfd, in, 2));
+	ASSERT_EQ(0, memcmp(x, "abcd", 4));
+	ASSERT_EQ(0, memcmp(y, "efgh", 4));
+}
+
+TEST_F(pair, fionread_and_outq)
+{
+	char buf[1000] = { 0 };
+	int n = -1;
+
+	ASSERT_EQ(0, ioctl(self->sfd, FIONREAD, &n));
+	ASSERT_EQ(0, n);
+	ASSERT_EQ(1000, send(self->cfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(POLLIN, poll_one(self->sfd, POLLIN, 5000));
+	ASSERT_EQ(0, ioctl(self->sfd, SIOCINQ, &n));
+	ASSERT_EQ(1000, n);
+	ASSERT_EQ(0, ioctl(self->cfd, SIOCOUTQ, &n));
+	ASSERT_LE(0, n);
+	ASSERT_GE(1000, n);
+}
+
+TEST_F(pair, nonblocking_recv_eagain)
+{
+	char c;
+	int fl = fcntl(self->sfd, F_GETFL);
+
+	ASSERT_EQ(0, fcntl(self->sfd, F_SETFL, fl | O_NONBLOCK));
+	ASSERT_EQ(-1, recv(self->sfd, &c, 1, 0));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(-1, recv(self->sfd, &c, 1, MSG_DONTWAIT));
+	ASSERT_EQ(EAGAIN, errno);
+}
+
+TEST_F(pair, nonblocking_send_fills_then_drains)
+{
+	static char buf[65536];
+	long long sent = 0, got = 0;
+	ssize_t n;
+
+	/* Fill everything the connection can buffer, then read it all back. */
+	for (;;) {
+		n = send(self->cfd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0)
+			break;
+		sent += n;
+		ASSERT_GT(64LL << 20, sent);
+	}
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_LT(0, sent);
+	ASSERT_EQ(0, poll_one(self->cfd, POLLOUT, 0) & POLLOUT);
+	ASSERT_EQ(0, shutdown(self->cfd, SHUT_WR));
+	while ((n = recv(self->sfd, buf, sizeof(buf), 0)) > 0)
+		got += n;
+	ASSERT_EQ(0, n);
+	ASSERT_EQ(sent, got);
+}
+
+TEST_F(pair, poll_masks)
+{
+	char buf[8];
+
+	/* Connected and idle. */
+	ASSERT_EQ(POLLOUT, poll_one(self->cfd, POLLIN | POLLOUT | POLLRDHUP, 0));
+	/* Data waiting. */
+	ASSERT_EQ(3, send(self->sfd, "abc", 3, 0));
+	ASSERT_EQ(POLLIN | POLLOUT, poll_one(self->cfd, POLLIN | POLLOUT | POLLRDHUP, 5000));
+	ASSERT_EQ(3, recv(self->cfd, buf, sizeof(buf), 0));
+	/* Peer shut down its sending side. */
+	ASSERT_EQ(0, shutdown(self->sfd, SHUT_WR));
+	ASSERT_EQ(POLLIN | POLLOUT | POLLRDHUP, poll_one(self->cfd, POLLIN | POLLOUT | POLLRDHUP, 5000));
+	/* We shut down both: hang-up. */
+	ASSERT_EQ(0, shutdown(self->cfd, SHUT_RDWR));
+	ASSERT_EQ(POLLIN | POLLOUT | POLLRDHUP | POLLHUP,
+		  poll_one(self->cfd, POLLIN | POLLOUT | POLLRDHUP, 0));
+}
+
+TEST_F(pair, shutdown_wr_then_peer_reads_rest)
+{
+	char buf[16];
+
+	ASSERT_EQ(5, send(self->cfd, "12345", 5, 0));
+	ASSERT_EQ(0, shutdown(self->cfd, SHUT_WR));
+	ASSERT_EQ(5, recv(self->sfd, buf, 5, MSG_WAITALL));
+	ASSERT_EQ(0, recv(self->sfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(0, recv(self->sfd, buf, sizeof(buf), 0));
+	/* The other direction still works. */
+	ASSERT_EQ(3, send(self->sfd, "xyz", 3, 0));
+	ASSERT_EQ(3, recv(self->cfd, buf, 3, MSG_WAITALL));
+	/* Writing after our own SHUT_WR: EPIPE. */
+	ASSERT_EQ(-1, send(self->cfd, "a", 1, MSG_NOSIGNAL));
+	ASSERT_EQ(EPIPE, errno);
+}
+
+TEST_F(pair, shutdown_rd_returns_eof)
+{
+	char c;
+
+	ASSERT_EQ(0, shutdown(self->sfd, SHUT_RD));
+	ASSERT_EQ(0, recv(self->sfd, &c, 1, 0));
+	ASSERT_EQ(POLLIN | POLLOUT | POLLRDHUP, poll_one(self->sfd, POLLIN | POLLOUT | POLLRDHUP, 0));
+}
+
+TEST_F(pair, shutdown_invalid_how)
+{
+	ASSERT_EQ(-1, shutdown(self->cfd, 7));
+	ASSERT_EQ(EINVAL, errno);
+}
+
+TEST_F(pair, close_peer_then_eof)
+{
+	char buf[8];
+
+	ASSERT_EQ(4, send(self->sfd, "last", 4, 0));
+	ASSERT_EQ(0, close(self->sfd));
+	self->sfd = -1;
+	ASSERT_EQ(4, recv(self->cfd, buf, sizeof(buf), MSG_WAITALL));
+	ASSERT_EQ(0, recv(self->cfd, buf, sizeof(buf), 0));
+}
+
+/* After the peer closed, writing fails (EPIPE or ECONNRESET, as with TCP) within a few tries. */
+static int write_until_error(int fd, int flags)
+{
+	for (int i = 0; i < 200; i++) {
+		if (send(fd, "x", 1, flags) < 0)
+			return errno;
+		usleep(10000);
+	}
+	return 0;
+}
+
+TEST_F(pair, write_after_peer_close_epipe)
+{
+	int err;
+
+	ASSERT_EQ(0, close(self->sfd));
+	self->sfd = -1;
+	err = write_until_error(self->cfd, MSG_NOSIGNAL);
+	ASSERT_TRUE(err == EPIPE || err == ECONNRESET) TH_LOG("errno %d", err);
+	/* Once the error has been reported, EPIPE for ever. */
+	ASSERT_EQ(-1, send(self->cfd, "x", 1, MSG_NOSIGNAL));
+	ASSERT_EQ(EPIPE, errno);
+}
+
+TEST_F(pair, write_after_peer_close_sigpipe)
+{
+	ASSERT_NE(SIG_ERR, signal(SIGPIPE, on_sigpipe));
+	sigpipes = 0;
+	ASSERT_EQ(0, close(self->sfd));
+	self->sfd = -1;
+	write_until_error(self->cfd, MSG_NOSIGNAL);
+	ASSERT_EQ(-1, send(self->cfd, "x", 1, 0));
+	ASSERT_EQ(EPIPE, errno);
+	ASSERT_EQ(1, sigpipes);
+}
+
+TEST_F(pair, close_with_unread_data_resets_peer)
+{
+	char buf[8];
+
+	ASSERT_EQ(3, send(self->cfd, "abc", 3, 0));
+	ASSERT_EQ(POLLIN, poll_one(self->sfd, POLLIN, 5000));
+	ASSERT_EQ(0, close(self->sfd));
+	self->sfd = -1;
+	ASSERT_NE(0, poll_one(self->cfd, POLLIN, 5000));
+	ASSERT_EQ(-1, recv(self->cfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(ECONNRESET, errno);
+}
+
+TEST_F(pair, linger_zero_resets_peer)
+{
+	struct linger l = { .l_onoff = 1, .l_linger = 0 };
+	char buf[8];
+
+	ASSERT_EQ(0, setsockopt(self->sfd, SOL_SOCKET, SO_LINGER, &l, sizeof(l)));
+	ASSERT_EQ(0, close(self->sfd));
+	self->sfd = -1;
+	ASSERT_NE(0, poll_one(self->cfd, POLLIN, 5000));
+	ASSERT_EQ(-1, recv(self->cfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(ECONNRESET, errno);
+	/* The error was reported by recv(): no POLLERR any more. */
+	ASSERT_EQ(POLLIN | POLLOUT | POLLRDHUP | POLLHUP,
+		  poll_one(self->cfd, POLLIN | POLLOUT | POLLRDHUP, 0));
+}
+
+TEST_F(pair, rcvtimeo)
+{
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
+	char c;
+
+	ASSERT_EQ(0, setsockopt(self->sfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	ASSERT_EQ(-1, recv(self->sfd, &c, 1, 0));
+	ASSERT_EQ(EAGAIN, errno);
+}
+
+TEST_F(pair, connected_again_eisconn)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	ASSERT_EQ(0, getpeername(self->cfd, (struct sockaddr *)&ss, &len));
+	ASSERT_EQ(-1, connect(self->cfd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(EISCONN, errno);
+}
+
+TEST_F(pair, names_match)
+{
+	struct sockaddr_storage cl, cp, sl, sp;
+	socklen_t len;
+
+	len = sizeof(cl);
+	ASSERT_EQ(0, getsockname(self->cfd, (struct sockaddr *)&cl, &len));
+	ASSERT_EQ(variant->af, cl.ss_family);
+	len = sizeof(cp);
+	ASSERT_EQ(0, getpeername(self->cfd, (struct sockaddr *)&cp, &len));
+	ASSERT_EQ(variant->af == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6),
+		  len);
+	len = sizeof(sl);
+	ASSERT_EQ(0, getsockname(self->sfd, (struct sockaddr *)&sl, &len));
+	len = sizeof(sp);
+	ASSERT_EQ(0, getpeername(self->sfd, (struct sockaddr *)&sp, &len));
+	/* Each end's peer is the other end. */
+	ASSERT_EQ(addr_port(&cp), addr_port(&sl));
+	ASSERT_EQ(addr_port(&sp), addr_port(&cl));
+}
+
+TEST_F(pair, socket_options_report_stream_tcp)
+{
+	int val;
+	socklen_t len = sizeof(val);
+
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_SOCKET, SO_TYPE, &val, &len));
+	ASSERT_EQ(SOCK_STREAM, val);
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_SOCKET, SO_PROTOCOL, &val, &len));
+	ASSERT_EQ(IPPROTO_TCP, val);
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_SOCKET, SO_DOMAIN, &val, &len));
+	ASSERT_EQ(carrier_family(variant->carrier, variant->af), val);
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_SOCKET, SO_ERROR, &val, &len));
+	ASSERT_EQ(0, val);
+	val = 1;
+	ASSERT_EQ(0, setsockopt(self->cfd, IPPROTO_TCP, TCP_NODELAY, &val, sizeof(val)));
+	val = 0;
+	ASSERT_EQ(0, getsockopt(self->cfd, IPPROTO_TCP, TCP_NODELAY, &val, &len));
+	ASSERT_EQ(1, val);
+	ASSERT_EQ(-1, setsockopt(self->cfd, IPPROTO_TCP, TCP_NODELAY, &val, 1));
+	ASSERT_EQ(EINVAL, errno);
+}
+
+TEST_F(pair, epoll_edge_triggered)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET }, out;
+	int ep = epoll_create1(0);
+
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, self->sfd, &ev));
+	ASSERT_EQ(0, epoll_wait(ep, &out, 1, 0));
+	ASSERT_EQ(1, send(self->cfd, "a", 1, 0));
+	ASSERT_EQ(1, epoll_wait(ep, &out, 1, 5000));
+	ASSERT_EQ(EPOLLIN, out.events);
+	/* Edge-triggered: nothing new, no event, even though data is still unread. */
+	ASSERT_EQ(0, epoll_wait(ep, &out, 1, 0));
+	ASSERT_EQ(1, send(self->cfd, "b", 1, 0));
+	ASSERT_EQ(1, epoll_wait(ep, &out, 1, 5000));
+	close(ep);
+}
+
+TEST_F(pair, epoll_level_triggered_hup)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP }, out;
+	int ep = epoll_create1(0);
+
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, self->cfd, &ev));
+	ASSERT_EQ(0, shutdown(self->sfd, SHUT_WR));
+	ASSERT_EQ(1, epoll_wait(ep, &out, 1, 5000));
+	ASSERT_EQ(EPOLLIN | EPOLLRDHUP, out.events);
+	ASSERT_EQ(1, epoll_wait(ep, &out, 1, 0));
+	close(ep);
+}
+
+TEST_F(pair, dup_shares_the_connection)
+{
+	int d = dup(self->cfd);
+	char buf[4];
+
+	ASSERT_LE(0, d);
+	ASSERT_EQ(2, send(d, "hi", 2, 0));
+	ASSERT_EQ(0, close(d));
+	ASSERT_EQ(2, recv(self->sfd, buf, 2, MSG_WAITALL));
+	ASSERT_EQ(2, send(self->cfd, "ok", 2, 0));
+	ASSERT_EQ(2, recv(self->sfd, buf, 2, MSG_WAITALL));
+}
+
+TEST_F(pair, fork_child_writes_parent_reads)
+{
+	char buf[6];
+	int status;
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(send(self->cfd, "child!", 6, 0) == 6 ? 0 : 1);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	ASSERT_EQ(6, recv(self->sfd, buf, 6, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, "child!", 6));
+}
+
+TEST_F(pair, sendfile_into_socket)
+{
+	char path[] = "/tmp/rdmasock-sendfile-XXXXXX", buf[100000];
+	int fd = mkstemp(path);
+	off_t off = 0;
+
+	ASSERT_LE(0, fd);
+	unlink(path);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = pattern_byte(i, 3);
+	ASSERT_EQ(sizeof(buf), write(fd, buf, sizeof(buf)));
+	ASSERT_EQ(sizeof(buf), sendfile(self->cfd, fd, &off, sizeof(buf)));
+	close(fd);
+	ASSERT_EQ(-1, stream_check(self->sfd, sizeof(buf), 3));
+}
+
+static void on_alarm(int sig)
+{
+}
+
+TEST_F(pair, signal_interrupts_blocking_recv)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+	char c;
+
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));	/* no SA_RESTART */
+	ualarm(100000, 0);
+	ASSERT_EQ(-1, recv(self->sfd, &c, 1, 0));
+	ASSERT_EQ(EINTR, errno);
+}
+
+TEST_F(pair, oob_not_supported_like_tcp_without_urgent_data)
+{
+	char c;
+
+	ASSERT_EQ(-1, recv(self->sfd, &c, 1, MSG_OOB | MSG_DONTWAIT));
+	ASSERT_EQ(EINVAL, errno);
+}
+
+/* ---- sockets that are not (yet) connected ------------------------------------------------------ */
+
+FIXTURE(lone) {
+	int fd;
+};
+
+FIXTURE_VARIANT(lone) {
+	enum carrier carrier;
+	int af;
+};
+
+FIXTURE_VARIANT_ADD(lone, tcp4) { .carrier = CARRIER_TCP, .af = AF_INET };
+FIXTURE_VARIANT_ADD(lone, tcp6) { .carrier = CARRIER_TCP, .af = AF_INET6 };
+FIXTURE_VARIANT_ADD(lone, rdma4) { .carrier = CARRIER_RDMASOCK, .af = AF_INET };
+FIXTURE_VARIANT_ADD(lone, rdma6) { .carrier = CARRIER_RDMASOCK, .af = AF_INET6 };
+
+FIXTURE_SETUP(lone)
+{
+	self->fd = socket(carrier_family(variant->carrier, variant->af), SOCK_STREAM, 0);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(lone)
+{
+	close(self->fd);
+}
+
+TEST_F(lone, bad_type_and_protocol)
+{
+	int fam = carrier_family(variant->carrier, variant->af);
+
+	ASSERT_EQ(-1, socket(fam, SOCK_STREAM, IPPROTO_UDP));
+	ASSERT_EQ(EPROTONOSUPPORT, errno);
+	ASSERT_EQ(-1, socket(fam, SOCK_SEQPACKET, 0));
+	ASSERT_EQ(ESOCKTNOSUPPORT, errno);
+	int fd = socket(fam, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+
+	ASSERT_LE(0, fd);
+	ASSERT_TRUE(fcntl(fd, F_GETFL) & O_NONBLOCK);
+	ASSERT_TRUE(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	close(fd);
+}
+
+TEST_F(lone, fresh_socket_poll_and_errors)
+{
+	char c;
+
+	ASSERT_EQ(POLLOUT | POLLHUP, poll_one(self->fd, POLLIN | POLLOUT, 0));
+	ASSERT_EQ(-1, recv(self->fd, &c, 1, 0));
+	ASSERT_EQ(ENOTCONN, errno);
+	ASSERT_EQ(-1, send(self->fd, "x", 1, MSG_NOSIGNAL));
+	ASSERT_EQ(EPIPE, errno);
+	ASSERT_EQ(-1, shutdown(self->fd, SHUT_WR));
+	ASSERT_EQ(ENOTCONN, errno);
+	ASSERT_EQ(-1, accept(self->fd, NULL, NULL));
+	ASSERT_EQ(EINVAL, errno);
+}
+
+TEST_F(lone, bad_addresses)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = host_addr(variant->af, &ss, 0);
+
+	ASSERT_EQ(-1, bind(self->fd, (struct sockaddr *)&ss, 1));
+	ASSERT_EQ(EINVAL, errno);
+	ss.ss_family = AF_UNIX;
+	ASSERT_EQ(-1, connect(self->fd, (struct sockaddr *)&ss, len));
+	ASSERT_TRUE(errno == EAFNOSUPPORT || errno == EINVAL);
+}
+
+TEST_F(lone, connect_refused_when_nobody_listens)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd = make_listener(CARRIER_TCP, variant->af, &ss, &len);
+
+	/* A port that was just free: nothing listens there any more. */
+	ASSERT_LE(0, lfd);
+	close(lfd);
+	ASSERT_EQ(-1, connect(self->fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(ECONNREFUSED, errno);
+}
+
+TEST_F(lone, bind_conflicts_and_reuse)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd = make_listener(variant->carrier, variant->af, &ss, &len);
+
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(-1, bind(self->fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(EADDRINUSE, errno);
+	/* The port stays taken for plain TCP too: one port space. */
+	int t = socket(variant->af, SOCK_STREAM, 0);
+
+	ASSERT_EQ(-1, bind(t, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(EADDRINUSE, errno);
+	close(t);
+	close(lfd);
+	/* Bound twice: EINVAL. */
+	ASSERT_EQ(0, bind(self->fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(-1, bind(self->fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(EINVAL, errno);
+}
+
+TEST_F(lone, nonblocking_connect_completes_through_poll)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int err, lfd = make_listener(variant->carrier, variant->af, &ss, &len);
+	socklen_t elen = sizeof(err);
+
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, fcntl(self->fd, F_SETFL, O_NONBLOCK));
+	ASSERT_EQ(-1, connect(self->fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(POLLOUT, poll_one(self->fd, POLLOUT, 10000));
+	ASSERT_EQ(0, getsockopt(self->fd, SOL_SOCKET, SO_ERROR, &err, &elen));
+	ASSERT_EQ(0, err);
+	ASSERT_EQ(-1, connect(self->fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(EISCONN, errno);
+	int s = accept(lfd, NULL, NULL);
+
+	ASSERT_LE(0, s);
+	ASSERT_TRUE(carried_as_expected(variant->carrier, self->fd));
+	ASSERT_EQ(2, send(self->fd, "nb", 2, 0));
+	char buf[2];
+
+	ASSERT_EQ(2, recv(s, buf, 2, MSG_WAITALL));
+	close(s);
+	close(lfd);
+}
+
+TEST_F(lone, accept_in_arrival_order_and_nonblocking)
+{
+	struct sockaddr_storage ss, me, peer;
+	socklen_t len, l;
+	int lfd = make_listener(variant->carrier, variant->af, &ss, &len);
+	int c[3];
+
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, fcntl(lfd, F_SETFL, O_NONBLOCK));
+	ASSERT_EQ(-1, accept(lfd, NULL, NULL));
+	ASSERT_EQ(EAGAIN, errno);
+	for (int i = 0; i < 3; i++) {
+		c[i] = socket(carrier_family(variant->carrier, variant->af), SOCK_STREAM, 0);
+		ASSERT_EQ(0, connect(c[i], (struct sockaddr *)&ss, len));
+	}
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(POLLIN, poll_one(lfd, POLLIN, 5000));
+		l = sizeof(peer);
+		int s = accept4(lfd, (struct sockaddr *)&peer, &l, SOCK_CLOEXEC);
+
+		ASSERT_LE(0, s);
+		ASSERT_TRUE(carried_as_expected(variant->carrier, s));
+		l = sizeof(me);
+		ASSERT_EQ(0, getsockname(c[i], (struct sockaddr *)&me, &l));
+		ASSERT_EQ(addr_port(&me), addr_port(&peer));
+		close(s);
+		close(c[i]);
+	}
+	close(lfd);
+}
+
+TEST_F(lone, listener_shut_rd_stops_accept)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd = make_listener(variant->carrier, variant->af, &ss, &len);
+
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, shutdown(lfd, SHUT_RD));
+	ASSERT_EQ(-1, accept(lfd, NULL, NULL));
+	ASSERT_EQ(EINVAL, errno);
+	close(lfd);
+}
+
+TEST_HARNESS_MAIN
