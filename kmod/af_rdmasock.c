@@ -168,10 +168,46 @@ static int rs_wait_connect(struct rs_sock *rs, long *timeo)
 	return err;
 }
 
+/* Start a connect on an unconnected socket: RDMA first, TCP when RDMA cannot be had. */
+static int rs_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len)
+{
+	int err;
+
+	err = rs_tcp_ensure(rs, addr->sa_family);
+	if (err)
+		return err;
+	if (rs->force_tcp)
+		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_FORCED);
+	if (rs_neg_cache_hit(addr) && !rs->no_fallback)
+		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_NEG_CACHE);
+	return rs_cm_connect(rs, addr, len);
+}
+
+/* After a fallback, TCP owns the connect, with its own waiting, errors and EALREADY/EISCONN. */
+static int rs_connect_tcp(struct rs_sock *rs, struct sockaddr *addr, int len, int flags,
+			  bool started)
+{
+	struct socket *sock = rs->sk.sk_socket;
+	int err;
+
+	if (started && (flags & O_NONBLOCK) &&
+	    READ_ONCE(rs->tcp->sk->sk_state) == TCP_SYN_SENT)
+		return -EINPROGRESS;
+	rs_tcp_sync(rs);
+	release_sock(&rs->sk);
+	err = rs->tcp->ops->connect(rs->tcp, addr, len, flags);
+	lock_sock(&rs->sk);
+	if (!err || err == -EISCONN)
+		sock->state = SS_CONNECTED;
+	return err;
+}
+
+/* The same state rules as inet_stream_connect(). */
 static int rs_connect(struct socket *sock, struct sockaddr *addr, int len, int flags)
 {
 	struct rs_sock *rs = rs_sk(sock->sk);
 	struct sock *sk = &rs->sk;
+	bool started = false;
 	long timeo;
 	int err;
 
@@ -179,56 +215,47 @@ static int rs_connect(struct socket *sock, struct sockaddr *addr, int len, int f
 	if (err < 0)
 		return err;
 	lock_sock(sk);
-	if (rs->mode == RDMASOCK_MODE_NONE && sk->sk_state == TCP_CLOSE) {
-		err = rs_tcp_ensure(rs, addr->sa_family);
-		if (err)
+	if (rs_is_tcp(rs)) {
+		err = rs_connect_tcp(rs, addr, len, flags, false);
+		goto out;
+	}
+	switch (sock->state) {
+	case SS_CONNECTED:
+		err = -EISCONN;
+		goto out;
+	case SS_CONNECTING:
+		err = -EALREADY;
+		break;
+	default:
+		err = -EISCONN;
+		if (sk->sk_state != TCP_CLOSE)
 			goto out;
-		if (rs->force_tcp)
-			err = rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_FORCED);
-		else if (rs_neg_cache_hit(addr) && !rs->no_fallback)
-			err = rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_NEG_CACHE);
-		else
-			err = rs_cm_connect(rs, addr, len);
+		err = rs_connect_start(rs, addr, len);
 		if (err)
 			goto out;
 		sock->state = SS_CONNECTING;
-	} else if (!rs_is_tcp(rs)) {
-		switch (sk->sk_state) {
-		case TCP_SYN_SENT:
-			err = -EALREADY;
-			if (!(flags & O_NONBLOCK))
-				break;
-			goto out;
-		case TCP_LISTEN:
-		case TCP_CLOSE:
-			err = sk->sk_err ? -sock_error(sk) : -EISCONN;
-			if (rs->mode == RDMASOCK_MODE_NONE && sk->sk_state == TCP_CLOSE)
-				err = -EINVAL;
-			goto out;
-		default:
-			err = -EISCONN;
-			goto out;
-		}
+		started = true;
+		err = -EINPROGRESS;
+		break;
 	}
 
 	timeo = sock_sndtimeo(sk, flags & O_NONBLOCK);
-	err = rs_wait_connect(rs, &timeo);
-	if (err)
-		goto out;
+	if (sk->sk_state == TCP_SYN_SENT && !rs_is_tcp(rs)) {
+		if (!timeo)
+			goto out;	/* EINPROGRESS or EALREADY */
+		err = rs_wait_connect(rs, &timeo);
+		if (err)
+			goto out;
+	}
 	if (rs_is_tcp(rs)) {
-		/* Fell back: TCP now owns the connect, with its own wait and errors. */
-		release_sock(sk);
-		err = rs->tcp->ops->connect(rs->tcp, addr, len, flags);
-		lock_sock(sk);
-		if (!err)
-			sock->state = SS_CONNECTED;
+		err = rs_connect_tcp(rs, addr, len, flags, started);
 		goto out;
 	}
-	if (sk->sk_state == TCP_ESTABLISHED) {
+	if (sk->sk_state == TCP_ESTABLISHED || sk->sk_state == TCP_CLOSE_WAIT) {
 		sock->state = SS_CONNECTED;
 		err = 0;
 	} else {
-		err = sock_error(sk) ? : -ECONNREFUSED;
+		err = sock_error(sk) ? : -ECONNABORTED;
 		sock->state = SS_UNCONNECTED;
 	}
 out:
@@ -301,6 +328,7 @@ static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_a
 	}
 	newsock->ops = &rs_proto_ops;
 	newsock->state = SS_CONNECTED;
+	child->mode = RDMASOCK_MODE_TCP;
 	child->reason = RDMASOCK_REASON_PEER_TCP;
 	rs_tcp_attach(child, tcp_child);
 	child->sk.sk_state = TCP_ESTABLISHED;

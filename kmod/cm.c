@@ -394,6 +394,7 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 		err = rs_post_reg(child);
 	if (err)
 		goto fail;
+	set_bit(RS_F_CM_EST, &child->flags);	/* from now on a QP error is the child's */
 	child->sk.sk_state = TCP_SYN_RECV;
 	spin_lock_bh(&listener->lock);
 	list_add_tail(&child->accept_node, &listener->pending_q);

@@ -110,6 +110,13 @@ static void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	u32 imm, arg;
 	int err;
 
+	/*
+	 * Our own teardown flushes the queues, and so does rdma_cm when a connect fails (the CM
+	 * event tells that outcome): nothing to report in either case.
+	 */
+	if (test_bit(RS_F_DYING, &rs->flags) ||
+	    (wc->status != IB_WC_SUCCESS && !test_bit(RS_F_CM_EST, &rs->flags)))
+		return;
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		/* Flushed after the peer's FIN: an orderly close.  Anything else is a reset. */
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
@@ -120,7 +127,7 @@ static void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 			rs_abort(rs, -ECONNRESET);
 		return;
 	}
-	if (test_bit(RS_F_DYING, &rs->flags) || test_bit(RS_F_ABORTED, &rs->flags))
+	if (test_bit(RS_F_ABORTED, &rs->flags))
 		return;
 	rs_post_recvs(rs, 1);
 	imm = be32_to_cpu(wc->ex.imm_data);

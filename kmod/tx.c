@@ -109,6 +109,10 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rs_sock *rs = cq->cq_context;
 
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		if (test_bit(RS_F_DYING, &rs->flags) || !test_bit(RS_F_CM_EST, &rs->flags)) {
+			wake_up_all(&rs->close_wait);
+			return;
+		}
 		if (wc->status != IB_WC_WR_FLUSH_ERR) {
 			rs_count(RS_CNT_CQ_ERR);
 			pr_debug("rdmasock: send completion %s\n", ib_wc_status_msg(wc->status));

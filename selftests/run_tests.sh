@@ -22,7 +22,6 @@ run_one() {
 	echo "summary: $name $pass $fail" | tee -a "$out/summary"
 }
 
-for t in sock_test; do
+for t in sock_test stress_test fallback_test devremove_test; do
 	run_one "$t" "$bin/$t"
 done
-# run_one devremove_test "$top/selftests/devremove_test.sh"

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Transparent TCP fallback: an rdmasock socket talks to anything TCP talks to, in both directions,
+ * and says why it is not using RDMA.  Reasons and counters are checked, never timings.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include "lib.h"
+#include "kselftest_harness.h"
+
+static long long counter(const char *name)
+{
+	FILE *f = fopen("/proc/net/rdmasock_stat", "r");
+	char key[64];
+	long long v, found = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", key, &v) == 2)
+		if (!strcmp(key, name))
+			found = v;
+	fclose(f);
+	return found;
+}
+
+/* Round trip a few bytes each way between two connected fds. */
+static int exchange(int a, int b)
+{
+	char buf[16];
+
+	if (send(a, "ping", 4, 0) != 4 || recv(b, buf, 4, MSG_WAITALL) != 4 || memcmp(buf, "ping", 4))
+		return -1;
+	if (send(b, "pong", 4, 0) != 4 || recv(a, buf, 4, MSG_WAITALL) != 4 || memcmp(buf, "pong", 4))
+		return -1;
+	return 0;
+}
+
+static int rs_socket(void)
+{
+	return socket(rs_family_number(), SOCK_STREAM, 0);
+}
+
+FIXTURE(fb) {
+	int lfd;
+	struct sockaddr_storage ss;
+	socklen_t len;
+};
+
+FIXTURE_VARIANT(fb) {
+	int af;
+};
+
+FIXTURE_VARIANT_ADD(fb, ipv4) { .af = AF_INET };
+FIXTURE_VARIANT_ADD(fb, ipv6) { .af = AF_INET6 };
+
+FIXTURE_SETUP(fb)
+{
+	self->lfd = -1;
+}
+
+FIXTURE_TEARDOWN(fb)
+{
+	if (self->lfd >= 0)
+		close(self->lfd);
+}
+
+TEST_F(fb, rdmasock_client_plain_tcp_server)
+{
+	long long rejects = counter("fallback_peer_reject");
+	int c, s;
+
+	self->lfd = make_listener(CARRIER_TCP, variant->af, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
+	c = rs_socket();
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(RDMASOCK_REASON_PEER_REJECT, rs_getint(c, RDMASOCK_FALLBACK_REASON));
+	ASSERT_EQ(rejects + 1, counter("fallback_peer_reject"));
+	ASSERT_EQ(0, exchange(c, s));
+	close(c);
+	close(s);
+
+	/* The same destination again: the negative cache skips the RDMA attempt. */
+	c = rs_socket();
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
+	ASSERT_EQ(RDMASOCK_REASON_NEG_CACHE, rs_getint(c, RDMASOCK_FALLBACK_REASON));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_EQ(0, exchange(c, s));
+	close(c);
+	close(s);
+}
+
+TEST_F(fb, plain_tcp_client_rdmasock_server)
+{
+	int c, s;
+
+	self->lfd = make_listener(CARRIER_RDMASOCK, variant->af, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
+	c = socket(variant->af, SOCK_STREAM, 0);
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(s, RDMASOCK_MODE));
+	ASSERT_EQ(RDMASOCK_REASON_PEER_TCP, rs_getint(s, RDMASOCK_FALLBACK_REASON));
+	ASSERT_EQ(0, exchange(c, s));
+	/* Close semantics pass through: the TCP peer sees EOF. */
+	close(s);
+	char ch;
+
+	ASSERT_EQ(0, recv(c, &ch, 1, 0));
+	close(c);
+}
+
+TEST_F(fb, mixed_clients_on_one_listener)
+{
+	int c[4], s;
+
+	self->lfd = make_listener(CARRIER_RDMASOCK, variant->af, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
+	for (int i = 0; i < 4; i++) {
+		c[i] = i % 2 ? socket(variant->af, SOCK_STREAM, 0) : rs_socket();
+		ASSERT_EQ(0, connect(c[i], (struct sockaddr *)&self->ss, self->len));
+	}
+	int rdma = 0, tcp = 0;
+
+	for (int i = 0; i < 4; i++) {
+		struct sockaddr_storage peer, me;
+		socklen_t l = sizeof(peer);
+		int j;
+
+		s = accept(self->lfd, (struct sockaddr *)&peer, &l);
+		ASSERT_LE(0, s);
+		for (j = 0; j < 4; j++) {
+			l = sizeof(me);
+			ASSERT_EQ(0, getsockname(c[j], (struct sockaddr *)&me, &l));
+			if (addr_port(&me) == addr_port(&peer))
+				break;
+		}
+		ASSERT_GT(4, j);
+		ASSERT_EQ(0, exchange(c[j], s));
+		if (rs_getint(s, RDMASOCK_MODE) == RDMASOCK_MODE_RDMA)
+			rdma++;
+		else
+			tcp++;
+		ASSERT_EQ(j % 2 ? RDMASOCK_MODE_TCP : RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
+		close(s);
+	}
+	ASSERT_EQ(2, rdma);
+	ASSERT_EQ(2, tcp);
+	for (int i = 0; i < 4; i++)
+		close(c[i]);
+}
+
+TEST_F(fb, loopback_address_has_no_rdma)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int c, s, one = 1;
+
+	self->lfd = socket(variant->af, SOCK_STREAM, 0);
+	setsockopt(self->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(&ss, 0, sizeof(ss));
+	if (variant->af == AF_INET) {
+		struct sockaddr_in *sin = (void *)&ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		len = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (void *)&ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_addr = in6addr_loopback;
+		len = sizeof(*sin6);
+	}
+	ASSERT_EQ(0, bind(self->lfd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(0, listen(self->lfd, 4));
+	ASSERT_EQ(0, getsockname(self->lfd, (struct sockaddr *)&ss, &len));
+	c = rs_socket();
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(RDMASOCK_REASON_NO_DEVICE, rs_getint(c, RDMASOCK_FALLBACK_REASON));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_EQ(0, exchange(c, s));
+	close(s);
+	close(c);
+}
+
+TEST_F(fb, no_fallback_gives_the_real_error)
+{
+	int c, one = 1;
+
+	self->lfd = make_listener(CARRIER_TCP, variant->af, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
+	c = rs_socket();
+	ASSERT_EQ(0, setsockopt(c, SOL_RDMASOCK, RDMASOCK_NO_FALLBACK, &one, sizeof(one)));
+	ASSERT_EQ(1, rs_getint(c, RDMASOCK_NO_FALLBACK));
+	ASSERT_EQ(-1, connect(c, (struct sockaddr *)&self->ss, self->len));
+	ASSERT_EQ(ECONNREFUSED, errno);
+	ASSERT_NE(RDMASOCK_MODE_TCP, rs_getint(c, RDMASOCK_MODE));
+	close(c);
+}
+
+TEST_F(fb, force_tcp)
+{
+	int c, s, one = 1;
+
+	self->lfd = make_listener(CARRIER_RDMASOCK, variant->af, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
+	c = rs_socket();
+	ASSERT_EQ(0, setsockopt(c, SOL_RDMASOCK, RDMASOCK_FORCE_TCP, &one, sizeof(one)));
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
+	ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(RDMASOCK_REASON_FORCED, rs_getint(c, RDMASOCK_FALLBACK_REASON));
+	ASSERT_EQ(-1, setsockopt(c, SOL_RDMASOCK, RDMASOCK_FORCE_TCP, &one, sizeof(one)));
+	ASSERT_EQ(EISCONN, errno);
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(s, RDMASOCK_MODE));
+	ASSERT_EQ(0, exchange(c, s));
+	close(s);
+	close(c);
+}
+
+TEST_F(fb, nonblocking_connect_falls_back_through_poll)
+{
+	int c, s, err;
+	socklen_t elen = sizeof(err);
+
+	self->lfd = make_listener(CARRIER_TCP, variant->af, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
+	c = socket(rs_family_number(), SOCK_STREAM | SOCK_NONBLOCK, 0);
+	/* Before connect() the epoll/poll waiter is registered; the fallback must still wake it. */
+	ASSERT_EQ(-1, connect(c, (struct sockaddr *)&self->ss, self->len));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(POLLOUT, poll_one(c, POLLOUT, 10000));
+	ASSERT_EQ(0, getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &elen));
+	ASSERT_EQ(0, err);
+	ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(c, RDMASOCK_MODE));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, fcntl(c, F_SETFL, 0));
+	ASSERT_EQ(0, exchange(c, s));
+	close(s);
+	close(c);
+}
+
+TEST_F(fb, unread_options_survive_fallback)
+{
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 100000 };
+	int c, s, one = 1, val;
+	socklen_t l = sizeof(val);
+	char ch;
+
+	self->lfd = make_listener(CARRIER_TCP, variant->af, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
+	c = rs_socket();
+	ASSERT_EQ(0, setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)));
+	ASSERT_EQ(0, setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
+	ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(0, getsockopt(c, IPPROTO_TCP, TCP_NODELAY, &val, &l));
+	ASSERT_EQ(1, val);
+	/* SO_RCVTIMEO set before the fallback still bounds a blocking read. */
+	ASSERT_EQ(-1, recv(c, &ch, 1, 0));
+	ASSERT_EQ(EAGAIN, errno);
+	s = accept(self->lfd, NULL, NULL);
+	close(s);
+	close(c);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Stress: many connections at once, random-sized writes both ways, every byte checked against a
+ * per-direction pattern.  The tiny-buffer variant shrinks the rings to their minimum so the credit
+ * (consumed-cursor) path runs constantly.  TCP runs the same load as the oracle.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include "lib.h"
+#include "kselftest_harness.h"
+
+#define CONNS		12
+#define BYTES_EACH	(3 << 20)
+
+struct dir {
+	int wfd, rfd;
+	unsigned int seed;
+	long long bad_at;	/* first wrong byte, -1 if none */
+	int werr, rerr;
+};
+
+static void *writer(void *p)
+{
+	struct dir *d = p;
+	unsigned int r = d->seed;
+	unsigned char buf[70000];
+	size_t done = 0;
+
+	while (done < BYTES_EACH) {
+		size_t n = 1 + rand_r(&r) % sizeof(buf);
+
+		if (n > BYTES_EACH - done)
+			n = BYTES_EACH - done;
+		for (size_t i = 0; i < n; i++)
+			buf[i] = pattern_byte(done + i, d->seed);
+		if (write_all(d->wfd, buf, n)) {
+			d->werr = errno;
+			return NULL;
+		}
+		done += n;
+	}
+	shutdown(d->wfd, SHUT_WR);
+	return NULL;
+}
+
+static void *reader(void *p)
+{
+	struct dir *d = p;
+	unsigned int r = d->seed ^ 0x55;
+	unsigned char buf[70000];
+	size_t done = 0;
+
+	d->bad_at = -1;
+	for (;;) {
+		ssize_t n = recv(d->rfd, buf, 1 + rand_r(&r) % sizeof(buf), 0);
+
+		if (n < 0) {
+			d->rerr = errno;
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		for (ssize_t i = 0; i < n && d->bad_at < 0; i++)
+			if (buf[i] != pattern_byte(done + i, d->seed))
+				d->bad_at = done + i;
+		done += n;
+	}
+	if (done != BYTES_EACH && d->bad_at < 0)
+		d->bad_at = done;
+	return NULL;
+}
+
+FIXTURE(stress) {
+	int c[CONNS], s[CONNS];
+};
+
+FIXTURE_VARIANT(stress) {
+	enum carrier carrier;
+	int af;
+	int rcvbuf;	/* 0: default */
+};
+
+FIXTURE_VARIANT_ADD(stress, tcp4) { .carrier = CARRIER_TCP, .af = AF_INET };
+FIXTURE_VARIANT_ADD(stress, rdma4) { .carrier = CARRIER_RDMASOCK, .af = AF_INET };
+FIXTURE_VARIANT_ADD(stress, rdma6) { .carrier = CARRIER_RDMASOCK, .af = AF_INET6 };
+FIXTURE_VARIANT_ADD(stress, rdma4_tiny_rings) {
+	.carrier = CARRIER_RDMASOCK, .af = AF_INET, .rcvbuf = 2048
+};
+
+FIXTURE_SETUP(stress)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd = socket(carrier_family(variant->carrier, variant->af), SOCK_STREAM, 0);
+
+	ASSERT_LE(0, lfd);
+	if (variant->rcvbuf)
+		ASSERT_EQ(0, setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &variant->rcvbuf,
+					sizeof(int)));
+	len = host_addr(variant->af, &ss, 0);
+	ASSERT_EQ(0, bind(lfd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(0, listen(lfd, CONNS));
+	ASSERT_EQ(0, getsockname(lfd, (struct sockaddr *)&ss, &len));
+	for (int i = 0; i < CONNS; i++) {
+		self->c[i] = socket(carrier_family(variant->carrier, variant->af), SOCK_STREAM, 0);
+		ASSERT_LE(0, self->c[i]);
+		if (variant->rcvbuf)
+			ASSERT_EQ(0, setsockopt(self->c[i], SOL_SOCKET, SO_RCVBUF,
+						&variant->rcvbuf, sizeof(int)));
+		ASSERT_EQ(0, connect(self->c[i], (struct sockaddr *)&ss, len));
+		self->s[i] = accept(lfd, NULL, NULL);
+		ASSERT_LE(0, self->s[i]);
+		ASSERT_TRUE(carried_as_expected(variant->carrier, self->c[i]));
+		ASSERT_TRUE(carried_as_expected(variant->carrier, self->s[i]));
+	}
+	close(lfd);
+}
+
+FIXTURE_TEARDOWN(stress)
+{
+	for (int i = 0; i < CONNS; i++) {
+		close(self->c[i]);
+		close(self->s[i]);
+	}
+}
+
+TEST_F_TIMEOUT(stress, random_writes_both_ways_all_connections, 300)
+{
+	struct dir d[2 * CONNS];
+	pthread_t t[4 * CONNS];
+
+	for (int i = 0; i < CONNS; i++) {
+		d[2 * i] = (struct dir){ .wfd = self->c[i], .rfd = self->s[i], .seed = 100 + 2 * i };
+		d[2 * i + 1] = (struct dir){ .wfd = self->s[i], .rfd = self->c[i], .seed = 101 + 2 * i };
+	}
+	for (int i = 0; i < 2 * CONNS; i++) {
+		ASSERT_EQ(0, pthread_create(&t[2 * i], NULL, writer, &d[i]));
+		ASSERT_EQ(0, pthread_create(&t[2 * i + 1], NULL, reader, &d[i]));
+	}
+	for (int i = 0; i < 4 * CONNS; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 2 * CONNS; i++) {
+		EXPECT_EQ(0, d[i].werr) TH_LOG("direction %d", i);
+		EXPECT_EQ(0, d[i].rerr) TH_LOG("direction %d", i);
+		EXPECT_EQ(-1, d[i].bad_at) TH_LOG("direction %d", i);
+	}
+	if (variant->rcvbuf && variant->carrier == CARRIER_RDMASOCK) {
+		struct rdmasock_info info;
+		socklen_t len = sizeof(info);
+
+		ASSERT_EQ(0, getsockopt(self->c[0], SOL_RDMASOCK, RDMASOCK_INFO, &info, &len));
+		ASSERT_EQ(16384, info.rx_ring_size);
+		ASSERT_EQ(16384, info.tx_ring_size);
+		ASSERT_EQ(BYTES_EACH, info.bytes_sent);
+		ASSERT_EQ(BYTES_EACH, info.bytes_received);
+	}
+}
+
+TEST_HARNESS_MAIN
