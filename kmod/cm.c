@@ -2,8 +2,9 @@
 /*
  * rdmasock connection manager: rdma_cm ids, the hello exchange, connect, listen and accept.
  *
- * The CM handler runs in rdma_cm's process context with the id's handler mutex held.  It never takes
- * lock_sock (the socket owner may hold it while it destroys the id, which waits for the handler):
+ * The CM handler runs in rdma_cm's process context with the id's handler mutex held.  It never
+ * takes lock_sock (the socket owner may hold it while it destroys the id, which waits for the
+ * handler):
  * it builds the QP and rings of a connection no one else can touch yet, records the outcome and
  * hands the socket state change to connect_work, which runs under lock_sock.
  */
@@ -15,12 +16,13 @@
 #include "rdmasock.h"
 
 #define RS_RETRY_COUNT		6	/* 7 would mean "retry forever" on rxe */
-#define RS_RNR_RETRY_INFINITE	7	/* receive WRs are reposted at once: an RNR NAK is transient */
+/* Receive WRs are reposted at once, so an RNR NAK is transient: retry it for ever. */
+#define RS_RNR_RETRY_INFINITE	7
 #define RS_REJ_HELLO		0x52534801U	/* REJ private data: "your hello does not parse" */
 
 static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
-/* ---- hello ----------------------------------------------------------------------------------- */
+/* ---- hello ---- */
 
 static void rs_hello_build(struct rs_sock *rs, struct rs_hello *h)
 {
@@ -53,7 +55,7 @@ static int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len)
 	return 0;
 }
 
-/* ---- connection resources -------------------------------------------------------------------- */
+/* ---- connection resources ---- */
 
 static u32 rs_ring_size(struct rs_sock *rs, struct ib_device *dev)
 {
@@ -103,7 +105,7 @@ static void rs_conn_param(struct rdma_conn_param *p, struct rs_hello *h)
 	p->rnr_retry_count = RS_RNR_RETRY_INFINITE;
 }
 
-/* ---- active side ------------------------------------------------------------------------------ */
+/* ---- active side ---- */
 
 static void rs_connect_done(struct rs_sock *rs, int result, int reason)
 {
@@ -120,7 +122,7 @@ static void rs_connect_done(struct rs_sock *rs, int result, int reason)
 /* Both our ESTABLISHED and the peer's READY are needed before data may flow. */
 static void rs_check_connected(struct rs_sock *rs)
 {
-	smp_mb__after_atomic();
+	smp_mb__after_atomic();	/* pairs with the other side's set_bit: one of us sees both */
 	if (test_bit(RS_F_CM_EST, &rs->flags) && test_bit(RS_F_PEER_READY, &rs->flags))
 		rs_connect_done(rs, 0, RDMASOCK_REASON_NONE);
 }
@@ -258,7 +260,7 @@ out:
 	release_sock(sk);
 }
 
-/* ---- passive side ----------------------------------------------------------------------------- */
+/* ---- passive side ---- */
 
 static int rs_id_bind(struct rs_sock *rs, struct rdma_cm_id *id, struct sockaddr *addr)
 {
@@ -468,7 +470,7 @@ void rs_cm_listener_close(struct rs_sock *rs)
 	}
 }
 
-/* ---- events ---------------------------------------------------------------------------------- */
+/* ---- events ---- */
 
 static void rs_cm_disconnected(struct rs_sock *rs)
 {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The one place where kernel API differences between the supported kernels are bridged.  Every
- * RDMASOCK_* symbol below comes from a feature probe (kmod/probes/, run by kmod/build.sh), never from
- * a version number.
+ * The one place where kernel API differences between the supported kernels are bridged.
+ * Every RDMASOCK_* symbol used here comes from a feature probe (kmod/probes/, run by
+ * kmod/build.sh), never from a version number.
  */
 #ifndef RDMASOCK_COMPAT_H
 #define RDMASOCK_COMPAT_H

@@ -20,9 +20,10 @@
 
 static unsigned int rs_neg_cache_ttl_ms = 10000;
 module_param_named(neg_cache_ttl_ms, rs_neg_cache_ttl_ms, uint, 0644);
-MODULE_PARM_DESC(neg_cache_ttl_ms, "how long a destination without rdmasock is sent straight to TCP (0: never)");
+MODULE_PARM_DESC(neg_cache_ttl_ms,
+		 "how long a destination without rdmasock goes straight to TCP (0: never)");
 
-/* ---- callbacks ------------------------------------------------------------------------------- */
+/* ---- callbacks ---- */
 
 static struct rs_sock *rs_tcp_owner(struct sock *tsk)
 {
@@ -144,7 +145,7 @@ void rs_tcp_detach(struct rs_sock *rs)
 	sock_release(tcp);
 }
 
-/* ---- options --------------------------------------------------------------------------------- */
+/* ---- options ---- */
 
 /*
  * SOL_SOCKET options land on the rdmasock socket (the syscall layer sets them there directly):
@@ -249,7 +250,7 @@ int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int
 	return err == -EINPROGRESS ? 0 : err;
 }
 
-/* ---- negative cache -------------------------------------------------------------------------- */
+/* ---- negative cache ---- */
 
 #define RS_NEG_CACHE_SIZE	64
 

@@ -15,7 +15,7 @@
 #include <linux/rdmasock.h>
 #include "compat.h"
 
-/* ---- wire format (all fields big-endian) ----------------------------------------------------- */
+/* ---- wire format (all fields big-endian) ---- */
 
 #define RS_HELLO_MAGIC		0x52534f4bU	/* "RSOK" */
 #define RS_PROTO_VERSION	1
@@ -43,7 +43,7 @@ struct rs_hello {
  *   CTRL      (SEND with immediate, no payload) READY, FIN or RESET.
  */
 #define RS_IMM_TYPE_SHIFT	30
-#define RS_IMM_ARG_MASK		((1U << RS_IMM_TYPE_SHIFT) - 1)
+#define RS_IMM_ARG_MASK		(BIT(RS_IMM_TYPE_SHIFT) - 1)
 enum rs_imm_type {
 	RS_IMM_DATA = 0,
 	RS_IMM_CONSUMED = 1,
@@ -58,9 +58,9 @@ enum rs_ctrl {
 
 #define RS_RING_MIN		(16U << 10)
 #define RS_RING_MAX		(4U << 20)	/* < 2^29 keeps the 30-bit cursor unambiguous */
-#define RS_MAX_WRITE		(1U << 20)	/* one WRITE never carries more */
+#define RS_MAX_WRITE		BIT(20)		/* one WRITE never carries more */
 
-/* ---- the socket ------------------------------------------------------------------------------ */
+/* ---- the socket ---- */
 
 /* A buffer of scattered pages seen as one range by the CPU (vmap) and by the HCA (an FRWR MR). */
 struct rs_ring {
@@ -102,7 +102,7 @@ struct rs_sock {
 	bool force_tcp;
 	bool nodelay;
 	bool cork;
-	struct socket *tcp;		/* kernel TCP socket: port owner, fallback carrier, TCP listener */
+	struct socket *tcp;		/* kernel TCP: port owner, fallback carrier, listener */
 
 	/* RDMA resources (cm.c, ring.c).  Changed only in process context under lock_sock. */
 	struct rdma_cm_id *cm_id;
@@ -170,7 +170,7 @@ static inline struct rs_sock *rs_sk(const struct sock *sk)
 	return (struct rs_sock *)sk;
 }
 
-/* ---- module-wide ----------------------------------------------------------------------------- */
+/* ---- module-wide ---- */
 
 extern int rs_family;
 extern unsigned int rs_connect_timeout_ms;
@@ -248,6 +248,7 @@ enum rs_counter {
 	RS_CNT_DEV_REMOVAL,
 	RS_CNT_MAX
 };
+
 void rs_count(enum rs_counter c);
 void rs_count_fallback(int reason);
 int rs_stats_init(void);

@@ -71,7 +71,7 @@ int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id)
 		return -ENOMEM;
 	for (i = 0; i < rs->sq_depth; i++)
 		rs->txc[i].cqe.done = rs_send_done;
-	/* Room for every WR of both queues plus the two drain markers: a full CQ would stall drain. */
+	/* Room for every WR of both queues and the drain markers: a full CQ stalls drain. */
 	rs->cq = ib_alloc_cq(id->device, rs, rs->sq_depth + rs->rq_depth + 4, 0, IB_POLL_SOFTIRQ);
 	if (IS_ERR(rs->cq)) {
 		err = PTR_ERR(rs->cq);
@@ -125,7 +125,7 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	spin_lock(&rs->lock);
-	/* A signaled WR completes every WR posted before it too (RC send queues complete in order). */
+	/* A signaled WR retires every WR posted before it (RC send queues complete in order). */
 	if ((s32)(ctx->seq + 1 - rs->sq_done) > 0)
 		rs->sq_done = ctx->seq + 1;
 	spin_unlock(&rs->lock);
@@ -133,8 +133,12 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	wake_up_all(&rs->close_wait);
 }
 
-/* Post one WR.  Serialised by rs->lock: ib_drain_qp() must never race a post. */
-static int rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl)
+/*
+ * Post one WR.  Serialised by rs->lock: ib_drain_qp() must never race a post.  A data WR moves
+ * tx_prod by @bytes under the same lock, before the post: the peer's CONSUMED for these bytes can
+ * complete on another CPU before ib_post_send() even returns, and must find them counted.
+ */
+static int rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl, u32 bytes)
 {
 	const struct ib_send_wr *bad;
 	struct rs_txctx *ctx;
@@ -154,9 +158,14 @@ static int rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool 
 		wr->send_flags |= IB_SEND_SIGNALED;
 	wr->wr_cqe = &ctx->cqe;
 	wr->next = NULL;
+	rs->tx_prod += bytes;
 	err = ib_post_send(rs->qp, wr, &bad);
-	if (!err)
-		rs->sq_posted++;
+	if (err) {
+		rs->tx_prod -= bytes;
+		goto out;
+	}
+	rs->sq_posted++;
+	rs->bytes_sent += bytes;
 out:
 	spin_unlock_bh(&rs->lock);
 	return err;
@@ -169,7 +178,7 @@ int rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled)
 
 	wr.opcode = IB_WR_SEND_WITH_IMM;
 	wr.ex.imm_data = cpu_to_be32(type << RS_IMM_TYPE_SHIFT | (arg & RS_IMM_ARG_MASK));
-	return rs_post(rs, &wr, signaled, true);
+	return rs_post(rs, &wr, signaled, true, 0);
 }
 
 /* Register both rings on this QP (REG_MR WRs execute in order before anything posted later). */
@@ -179,17 +188,18 @@ int rs_post_reg(struct rs_sock *rs)
 	int err;
 
 	rs_ring_reg_wr(&rs->rx, &reg, IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE);
-	err = rs_post(rs, &reg.wr, false, true);
+	err = rs_post(rs, &reg.wr, false, true, 0);
 	if (err)
 		return err;
 	rs_ring_reg_wr(&rs->tx, &reg, IB_ACCESS_LOCAL_WRITE);
-	return rs_post(rs, &reg.wr, false, true);
+	return rs_post(rs, &reg.wr, false, true, 0);
 }
 
 /*
- * Tell the peer it may write into our ring.  Sent only once the peer's QP can receive: by the client
- * at ESTABLISHED (the server's QP is RTS since it accepted), by the server at its ESTABLISHED (the
- * RTU proves the client's QP is ready; a SEND before that is dropped and waits for a retransmit).
+ * Tell the peer it may write into our ring.  Sent only once the peer's QP can receive: by the
+ * client at ESTABLISHED (the server's QP is RTS since it accepted), by the server at its
+ * ESTABLISHED (the RTU proves the client's QP is ready; a SEND before that is dropped and waits
+ * for a retransmit).
  */
 int rs_post_ready(struct rs_sock *rs)
 {
@@ -217,7 +227,7 @@ static int rs_post_write(struct rs_sock *rs, u32 off, u32 len)
 	} else {
 		rs_ring_sync(&rs->tx, off, len, false);
 	}
-	return rs_post(rs, &wr.wr, false, false);
+	return rs_post(rs, &wr.wr, false, false, len);
 }
 
 /* Bytes the peer's ring can take now; 0 before the peer is READY. */
@@ -320,10 +330,6 @@ int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 		err = rs_post_write(rs, off, chunk);
 		if (err)
 			break;
-		spin_lock_bh(&rs->lock);
-		rs->tx_prod += chunk;
-		rs->bytes_sent += chunk;
-		spin_unlock_bh(&rs->lock);
 		copied += chunk;
 	}
 	if (copied)

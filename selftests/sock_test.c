@@ -550,7 +550,7 @@ TEST_F(pair, oob_not_supported_like_tcp_without_urgent_data)
 	ASSERT_EQ(EINVAL, errno);
 }
 
-/* ---- sockets that are not (yet) connected ------------------------------------------------------ */
+/* ---- sockets that are not (yet) connected ---- */
 
 FIXTURE(lone) {
 	int fd;

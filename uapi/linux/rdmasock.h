@@ -25,7 +25,7 @@
 #define RDMASOCK_MODE		1
 /* int, read-only: why the socket is not in RDMA mode (enum rdmasock_fallback_reason). */
 #define RDMASOCK_FALLBACK_REASON 2
-/* int, read/write: non-zero forbids falling back to TCP (connect then fails with the real errno). */
+/* int, read/write: non-zero forbids falling back to TCP (connect fails with the real errno). */
 #define RDMASOCK_NO_FALLBACK	3
 /* int, read/write before connect/listen: non-zero makes this socket plain kernel TCP. */
 #define RDMASOCK_FORCE_TCP	4
