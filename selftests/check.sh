@@ -1,27 +1,33 @@
 #!/bin/bash
-# `make check`: run the selftests in the VM on each kernel given, then print one line
-# "N passed, N failed" summed over all of them.  Exit non-zero on any failure.
+# `make check`: on each kernel given, run the single-VM selftests and the two-VM test in the VM,
+# then print one line "N passed, N failed" summed over everything.  Exit non-zero on any failure.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 total_pass=0 total_fail=0
+
+# add_results DIR RC LABEL: sum DIR/results/summary; a failed VM run with no failing test counts 1.
+add_results() {
+	local dir=$1 rc=$2 label=$3 pass=0 fail=0 p f
+	if [ -s "$dir/results/summary" ]; then
+		while read -r _ _ p f; do
+			pass=$((pass + p)); fail=$((fail + f))
+		done < "$dir/results/summary"
+	fi
+	if [ "$rc" != 0 ] && [ "$fail" = 0 ]; then
+		echo "check: $label failed (exit $rc) with no failing test: counted as a failure"
+		fail=1
+	fi
+	echo "==== $label: $pass passed, $fail failed"
+	total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail))
+}
+
 for k in "$@"; do
 	out=$(mktemp -d /tmp/rdmasock-check.XXXXXX)
 	echo "==== kernel $k (logs: $out)"
-	"$top/selftests/vm/run" --kernel "$k" --timeout 1800 --out "$out" -- "$top/selftests/run_tests.sh"
-	rc=$?
-	pass=0 fail=0
-	if [ -s "$out/results/summary" ]; then
-		while read -r _ name p f; do
-			pass=$((pass + p)); fail=$((fail + f))
-		done < "$out/results/summary"
-	fi
-	# The VM itself failing (kernel warning, timeout, rmmod refused) is one more failure.
-	if [ "$rc" != 0 ] && [ "$fail" = 0 ]; then
-		echo "check: the VM run on $k failed (exit $rc) with no failing test: counted as a failure"
-		fail=$((fail + 1))
-	fi
-	echo "==== kernel $k: $pass passed, $fail failed"
-	total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail))
+	"$top/selftests/vm/run" --kernel "$k" --timeout 1800 --out "$out/one" -- "$top/selftests/run_tests.sh"
+	add_results "$out/one" $? "kernel $k, one VM"
+	"$top/selftests/vm/run" --kernel "$k" --two-vm --timeout 600 --out "$out/two" -- "$top/selftests/run_tests.sh"
+	add_results "$out/two/client" $? "kernel $k, two VMs"
 done
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" = 0 ]

@@ -1,7 +1,8 @@
 #!/bin/bash
-# Run every rdmasock selftest inside the VM (called by check.sh through selftests/vm/run).
+# Run the rdmasock selftests inside the VM (called by check.sh through selftests/vm/run).
 # Each program's TAP goes to the console and to $RDMASOCK_OUT/results/<name>.tap; a line
 # "summary: <name> <passed> <failed>" per program lets the host add them up.
+# In a --two-vm run the server role serves twovm_test and the client role runs it.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/build/selftests
@@ -22,6 +23,16 @@ run_one() {
 	echo "summary: $name $pass $fail" | tee -a "$out/summary"
 }
 
-for t in sock_test stress_test fallback_test devremove_test; do
-	run_one "$t" "$bin/$t"
-done
+case ${RDMASOCK_VM_ROLE:-single} in
+server)
+	exec "$bin/twovm_test"
+	;;
+client)
+	run_one twovm_test "$bin/twovm_test"
+	;;
+*)
+	for t in sock_test stress_test fallback_test devremove_test; do
+		run_one "$t" "$bin/$t"
+	done
+	;;
+esac

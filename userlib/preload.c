@@ -2,17 +2,25 @@
 /*
  * librdmasock-preload.so: make an unchanged program's TCP sockets rdmasock sockets.
  *
- * Only socket() is intercepted.  socket(AF_INET or AF_INET6, SOCK_STREAM, 0 or IPPROTO_TCP) becomes
- * socket(<rdmasock family>, ...), the family read once from the module's sysfs parameter.  When the
- * module is absent or refuses, the original call is made: nothing breaks, everything stays TCP.
- * Other sockets are never touched.  RDMASOCK_DEBUG=1 logs one line per decision to stderr.
+ * socket(AF_INET or AF_INET6, SOCK_STREAM, 0 or IPPROTO_TCP) becomes socket(<rdmasock family>, ...),
+ * the family read once from the module's sysfs parameter.  When the module is absent or refuses,
+ * the original call is made: nothing breaks, everything stays TCP.  Other sockets are not touched.
+ *
+ * Policy (which connections may use RDMA) needs the address, so connect() and listen() are
+ * intercepted too: a socket a rule excludes is switched to plain kernel TCP with the
+ * RDMASOCK_FORCE_TCP option before the call, and stays a real kernel socket.  Rules come from
+ * RDMASOCK_POLICY (";"-separated) and RDMASOCK_POLICY_FILE (one per line); grammar in
+ * rdmasock-run(1).  Everything is parsed once, at load; the intercepted calls allocate nothing
+ * and take no lock.  RDMASOCK_DEBUG=1 logs one line per decision to stderr.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,22 +28,238 @@
 #include <unistd.h>
 #include <linux/rdmasock.h>
 
-typedef int (*socket_fn)(int, int, int);
+#define MAX_RULES	64
+#define EXPORT		__attribute__((visibility("default")))
 
-static socket_fn real_socket;
+struct rule {
+	bool allow;
+	char program[32];		/* empty: any */
+	int af;				/* 0: no address condition */
+	unsigned char addr[16];
+	int prefix;
+	bool listen_only, connect_only;	/* "listen=" / "dst=" */
+	unsigned int port_lo, port_hi;	/* 0-65535 when absent */
+};
+
+static int (*real_socket)(int, int, int);
+static int (*real_connect)(int, const struct sockaddr *, socklen_t);
+static int (*real_listen)(int, int);
 static int rdmasock_family = -1;
-static int debug;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static bool debug;
+static struct rule rules[MAX_RULES];
+static int nrules;
+static char progname[32];
 
-static void init(void)
+/* Logging with write(2) only: no stdio locks, safe in any thread, after fork, in handlers. */
+static void say(const char *fmt, ...)
 {
-	const char *d = getenv("RDMASOCK_DEBUG");
+	char line[256];
+	va_list ap;
+	int n, m;
+
+	n = snprintf(line, sizeof(line), "rdmasock[%d]: ", getpid());
+	va_start(ap, fmt);
+	m = vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		return;
+	n += m < (int)(sizeof(line) - n - 1) ? m : (int)(sizeof(line) - n - 2);
+	line[n++] = '\n';
+	(void)!write(2, line, n);
+}
+
+/* ---- policy grammar: [allow|deny] [program=NAME] [dst=|listen=|addr=PREFIX] [port=N[-M]] ---- */
+
+static int parse_prefix(struct rule *r, const char *v)
+{
+	char buf[64], *slash;
+	int max;
+
+	snprintf(buf, sizeof(buf), "%s", v);
+	slash = strchr(buf, '/');
+	if (slash)
+		*slash = 0;
+	if (inet_pton(AF_INET, buf, r->addr) == 1)
+		r->af = AF_INET, max = 32;
+	else if (inet_pton(AF_INET6, buf, r->addr) == 1)
+		r->af = AF_INET6, max = 128;
+	else
+		return -1;
+	r->prefix = max;
+	if (slash) {
+		char *end;
+		long p = strtol(slash + 1, &end, 10);
+
+		if (*end || p < 0 || p > max)
+			return -1;
+		r->prefix = p;
+	}
+	return 0;
+}
+
+static int parse_ports(struct rule *r, const char *v)
+{
+	char *end;
+	long lo = strtol(v, &end, 10), hi = lo;
+
+	if (*end == '-')
+		hi = strtol(end + 1, &end, 10);
+	if (*end || lo < 0 || hi > 65535 || lo > hi)
+		return -1;
+	r->port_lo = lo;
+	r->port_hi = hi;
+	return 0;
+}
+
+static const char *parse_word(struct rule *r, char *w)
+{
+	char *eq = strchr(w, '=');
+
+	if (!strcmp(w, "allow") || !strcmp(w, "deny")) {
+		r->allow = w[0] == 'a';
+		return NULL;
+	}
+	if (!eq)
+		return "expected allow, deny or key=value";
+	*eq++ = 0;
+	if (!strcmp(w, "program")) {
+		snprintf(r->program, sizeof(r->program), "%s", eq);
+		return NULL;
+	}
+	if (!strcmp(w, "dst") || !strcmp(w, "listen") || !strcmp(w, "addr")) {
+		r->connect_only = w[0] == 'd';
+		r->listen_only = w[0] == 'l';
+		return parse_prefix(r, eq) ? "bad address prefix" : NULL;
+	}
+	if (!strcmp(w, "port"))
+		return parse_ports(r, eq) ? "bad port or port range" : NULL;
+	return "unknown key (program, dst, listen, addr, port)";
+}
+
+/* Parse one rule; returns an error message or NULL.  Blank lines and comments are no rule. */
+static const char *parse_rule(char *text, bool *empty)
+{
+	struct rule r = { .allow = true, .port_lo = 0, .port_hi = 65535 };
+	char *save, *w;
+	const char *err;
+	char *hash = strchr(text, '#');
+
+	if (hash)
+		*hash = 0;
+	*empty = true;
+	for (w = strtok_r(text, " \t\r\n", &save); w; w = strtok_r(NULL, " \t\r\n", &save)) {
+		*empty = false;
+		err = parse_word(&r, w);
+		if (err)
+			return err;
+	}
+	if (*empty)
+		return NULL;
+	if (nrules == MAX_RULES)
+		return "too many rules";
+	rules[nrules++] = r;
+	return NULL;
+}
+
+static void load_policy_env(const char *env)
+{
+	char *copy = strdup(env), *save, *item;
+	int n = 0;
+
+	for (item = strtok_r(copy, ";", &save); item; item = strtok_r(NULL, ";", &save)) {
+		bool empty;
+		const char *err = parse_rule(item, &empty);
+
+		n++;
+		if (err)
+			say("RDMASOCK_POLICY rule %d: %s (rule ignored)", n, err);
+	}
+	free(copy);
+}
+
+static void load_policy_file(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char line[512];
+	int n = 0;
+
+	if (!f) {
+		say("policy file %s: %s", path, strerror(errno));
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		bool empty;
+		const char *err = parse_rule(line, &empty);
+
+		n++;
+		if (err)
+			say("%s:%d: %s (rule ignored)", path, n, err);
+	}
+	fclose(f);
+}
+
+static bool prefix_match(const struct rule *r, const struct sockaddr *sa)
+{
+	const unsigned char *a;
+	int bits = r->prefix;
+
+	if (!r->af)
+		return true;
+	if (sa->sa_family != r->af)
+		return false;
+	a = r->af == AF_INET ? (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr :
+			       (const unsigned char *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+	for (int i = 0; bits > 0; i++, bits -= 8) {
+		unsigned char mask = bits >= 8 ? 0xff : (unsigned char)(0xff << (8 - bits));
+
+		if ((a[i] ^ r->addr[i]) & mask)
+			return false;
+	}
+	return true;
+}
+
+static unsigned int port_of(const struct sockaddr *sa)
+{
+	return ntohs(sa->sa_family == AF_INET ? ((const struct sockaddr_in *)sa)->sin_port :
+						((const struct sockaddr_in6 *)sa)->sin6_port);
+}
+
+/* First matching rule decides; no rule matching means allowed. */
+static bool policy_allows(const struct sockaddr *sa, bool listening)
+{
+	for (int i = 0; i < nrules; i++) {
+		const struct rule *r = &rules[i];
+		unsigned int port = port_of(sa);
+
+		if ((r->listen_only && !listening) || (r->connect_only && listening))
+			continue;
+		if (r->program[0] && strcmp(r->program, progname))
+			continue;
+		if (!prefix_match(r, sa) || port < r->port_lo || port > r->port_hi)
+			continue;
+		return r->allow;
+	}
+	return true;
+}
+
+__attribute__((constructor)) static void rdmasock_preload_init(void)
+{
+	const char *d = getenv("RDMASOCK_DEBUG"), *p;
 	char buf[16];
 	ssize_t n;
 	int fd;
 
-	real_socket = (socket_fn)dlsym(RTLD_NEXT, "socket");
+	real_socket = dlsym(RTLD_NEXT, "socket");
+	real_connect = dlsym(RTLD_NEXT, "connect");
+	real_listen = dlsym(RTLD_NEXT, "listen");
 	debug = d && *d && strcmp(d, "0");
+	snprintf(progname, sizeof(progname), "%s", program_invocation_short_name);
+	p = getenv("RDMASOCK_POLICY");
+	if (p && *p)
+		load_policy_env(p);
+	p = getenv("RDMASOCK_POLICY_FILE");
+	if (p && *p)
+		load_policy_file(p);
 	fd = open(RDMASOCK_FAMILY_PARAM, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
@@ -47,22 +271,7 @@ static void init(void)
 	}
 }
 
-/* One line, written with write(2): no stdio locks, safe after fork and in signal handlers. */
-static void log_decision(const char *what, int domain, int fd, int err)
-{
-	char line[160];
-	int n;
-
-	if (!debug)
-		return;
-	n = snprintf(line, sizeof(line), "rdmasock[%d]: socket(%s) -> %s fd %d%s%s\n", getpid(),
-		     domain == AF_INET ? "AF_INET" : "AF_INET6", what, fd,
-		     err ? ", errno " : "", err ? strerror(err) : "");
-	if (n > 0)
-		(void)!write(2, line, n < (int)sizeof(line) ? n : (int)sizeof(line) - 1);
-}
-
-static int eligible(int domain, int type, int protocol)
+static bool eligible(int domain, int type, int protocol)
 {
 	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
 
@@ -70,24 +279,71 @@ static int eligible(int domain, int type, int protocol)
 	       (protocol == 0 || protocol == IPPROTO_TCP);
 }
 
-int socket(int domain, int type, int protocol)
+EXPORT int socket(int domain, int type, int protocol)
 {
 	int fd, err;
 
-	pthread_once(&once, init);
-	if (!real_socket) {
-		errno = ENOSYS;
-		return -1;
-	}
 	if (!eligible(domain, type, protocol) || rdmasock_family <= 0)
 		return real_socket(domain, type, protocol);
 	fd = real_socket(rdmasock_family, type, protocol);
 	if (fd >= 0) {
-		log_decision("rdmasock", domain, fd, 0);
+		if (debug)
+			say("socket(%s) fd %d: rdmasock", domain == AF_INET ? "AF_INET" : "AF_INET6",
+			    fd);
 		return fd;
 	}
 	err = errno;
 	fd = real_socket(domain, type, protocol);
-	log_decision("tcp (module refused)", domain, fd, err);
+	if (debug)
+		say("socket fd %d: tcp (rdmasock refused: %s)", fd, strerror(err));
 	return fd;
+}
+
+static bool is_rdmasock(int fd)
+{
+	int dom = -1;
+	socklen_t len = sizeof(dom);
+
+	return rdmasock_family > 0 && !getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) &&
+	       dom == rdmasock_family;
+}
+
+/* Apply the policy to an rdmasock socket about to connect to / listen on @sa. */
+static void apply_policy(int fd, const struct sockaddr *sa, bool listening)
+{
+	int one = 1, saved = errno;
+	char addr[INET6_ADDRSTRLEN] = "?";
+
+	if (!nrules || !sa || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) ||
+	    !is_rdmasock(fd))
+		return;
+	if (!policy_allows(sa, listening)) {
+		setsockopt(fd, SOL_RDMASOCK, RDMASOCK_FORCE_TCP, &one, sizeof(one));
+		if (debug) {
+			inet_ntop(sa->sa_family, sa->sa_family == AF_INET ?
+				  (const void *)&((const struct sockaddr_in *)sa)->sin_addr :
+				  (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr,
+				  addr, sizeof(addr));
+			say("fd %d %s %s port %u: tcp (policy)", fd,
+			    listening ? "listen on" : "connect to", addr, port_of(sa));
+		}
+	}
+	errno = saved;
+}
+
+EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	if (len >= sizeof(sa_family_t))
+		apply_policy(fd, sa, false);
+	return real_connect(fd, sa, len);
+}
+
+EXPORT int listen(int fd, int backlog)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (nrules && !getsockname(fd, (struct sockaddr *)&ss, &len))
+		apply_policy(fd, (struct sockaddr *)&ss, true);
+	return real_listen(fd, backlog);
 }

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Build (once) the debug kernel of the debug-kernel lane: Debian's linux-source-6.1, defconfig plus
+# config.fragment (KASAN, lockdep, kmemleak, list/object debugging).  Cached in
+# build/debug-kernel/<source version>-<fragment hash>/; build/debug-kernel/current points at it.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+tarball=$(ls /usr/src/linux-source-6.1*.tar.xz | head -n 1)
+srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1)
+hash=$(cat "$here/config.fragment" "$here/build.sh" | sha256sum | cut -c1-12)
+dir=$top/build/debug-kernel/$srcver-$hash
+if [ -s "$dir/release" ] && [ -s "$dir/bzImage" ]; then
+	ln -sfn "$dir" "$top/build/debug-kernel/current"
+	echo "debug kernel: cached ($(cat "$dir/release"))"
+	exit 0
+fi
+mkdir -p "$dir"
+if [ ! -d "$dir/src" ]; then
+	echo "debug kernel: extracting $(basename "$tarball")"
+	tar -xJf "$tarball" -C "$dir"
+	mv "$dir"/linux-source-* "$dir/src"
+fi
+cd "$dir/src"
+make -s defconfig
+scripts/kconfig/merge_config.sh -m .config "$here/config.fragment" > /dev/null
+make -s olddefconfig
+# Every fragment line must have survived the merge, or the lane would test less than it says.
+missing=$(grep -E '^CONFIG_[A-Z0-9_]+=y' "$here/config.fragment" | while read -r l; do
+	grep -qx "$l" .config || echo "$l"; done)
+[ -z "$missing" ] || { echo "debug kernel: config lost: $missing" >&2; exit 1; }
+echo "debug kernel: building (about 10 minutes on 2 cores)"
+make -s -j"$(nproc)" bzImage modules
+[ -s arch/x86/boot/bzImage ] || { echo "debug kernel: build failed" >&2; exit 1; }
+cp arch/x86/boot/bzImage "$dir/bzImage"
+make -s kernelrelease > "$dir/release"
+ln -sfn "$dir" "$top/build/debug-kernel/current"
+echo "debug kernel: built $(cat "$dir/release")"
