@@ -31,8 +31,11 @@ client)
 	run_one twovm_test "$bin/twovm_test"
 	;;
 *)
-	for t in sock_test stress_test fallback_test devremove_test; do
+	for t in sock_test stress_test fallback_test; do
 		run_one "$t" "$bin/$t"
 	done
+	run_one apps_test "$top/selftests/apps_test.sh"
+	# Last: it takes the RDMA device away and brings it back.
+	run_one devremove_test "$bin/devremove_test"
 	;;
 esac

@@ -1,0 +1,164 @@
+#!/bin/bash
+# Unchanged real applications over rdmasock, through rdmasock-run (TAP output).  Each test checks
+# the application's own result (bytes, checksums, exit status) and that its connections were
+# carried by RDMA: the module's counters must show RDMA connections and no fallback.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+run="$top/build/userlib/rdmasock-run -q --"
+addr=${RDMASOCK_ADDR:?run inside the VM}
+work=$(mktemp -d /tmp/rdmasock-apps.XXXXXX)
+chmod 755 "$work"	# nginx workers and sshd drop privileges
+n=0 pass=0 fail=0
+pids=()
+
+cnt() { awk -v k="$1" '$1 == k { print $2 }' /proc/net/rdmasock_stat; }
+fallbacks() { awk '/^fallback_/ { s += $2 } END { print s }' /proc/net/rdmasock_stat; }
+ok() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n $1"; }
+not_ok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n $1"; shift; for l in "$@"; do echo "# $l"; done; }
+wait_port() {
+	for ((i = 0; i < 300; i++)); do
+		ss -ltn "sport = :$1" | grep -q LISTEN && return 0
+		sleep 0.1
+	done
+	return 1
+}
+stop_all() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	pids=()
+}
+trap 'stop_all; rm -rf "$work"' EXIT
+
+# check NAME MIN_RDMA_CONNS EXPECT_FALLBACKS STATUS [LOG...]: record one test from the counter
+# deltas; on failure show the tail of the logs named.
+check() {
+	local name=$1 min=$2 fb=$3 status=$4 rdma=$(( $(cnt connections_rdma) - rdma0 ))
+	local fbs=$(( $(fallbacks) - fb0 ))
+	shift 4
+	if [ "$status" = 0 ] && [ "$rdma" -ge "$min" ] && [ "$fbs" = "$fb" ]; then
+		ok "$name ($rdma RDMA connection ends, $fbs fallbacks)"
+	else
+		not_ok "$name" "status $status, $rdma RDMA connection ends (want >= $min), $fbs fallbacks (want $fb)"
+		for log in "$@"; do tail -n 5 "$log" | sed "s|^|# $(basename "$log"): |"; done
+	fi
+}
+begin() { rdma0=$(cnt connections_rdma); fb0=$(fallbacks); }
+
+echo "TAP version 13"
+head -c 24M /dev/urandom > "$work/blob"
+
+# iperf3, both directions.
+begin
+$run iperf3 -s -B "$addr" -p 5201 > "$work/iperf3-s.log" 2>&1 &
+pids+=($!)
+wait_port 5201
+$run iperf3 -c "$addr" -p 5201 -t 2 > "$work/iperf3.log" 2>&1 &&
+	$run iperf3 -c "$addr" -p 5201 -t 2 -R >> "$work/iperf3.log" 2>&1
+st=$?
+grep -E 'receiver' "$work/iperf3.log" | sed 's/^/# /'
+check "iperf3 both directions" 8 0 $st
+stop_all
+
+# sockperf ping-pong.
+begin
+$run sockperf server --tcp -i "$addr" -p 11111 > "$work/sockperf-s.log" 2>&1 &
+pids+=($!)
+wait_port 11111
+$run sockperf ping-pong --tcp -i "$addr" -p 11111 -t 2 > "$work/sockperf.log" 2>&1
+st=$?
+grep -q 'avg-latency\|avg-lat' "$work/sockperf.log" || st=1
+grep -E 'avg-lat' "$work/sockperf.log" | head -n 1 | sed 's/^/# /'
+check "sockperf ping-pong" 2 0 $st
+stop_all
+
+# redis: SET/GET of a multi-megabyte value, then redis-benchmark.
+begin
+$run redis-server --bind "$addr" --port 6390 --save '' --appendonly no --protected-mode no \
+	--dir "$work" > "$work/redis.log" 2>&1 &
+pids+=($!)
+wait_port 6390
+base64 -w0 < "$work/blob" | head -c 8M > "$work/value"
+$run redis-cli -h "$addr" -p 6390 -x SET big < "$work/value" > /dev/null &&
+	$run redis-cli -h "$addr" -p 6390 --raw GET big | head -c 8M | cmp -s - "$work/value" &&
+	$run redis-benchmark -h "$addr" -p 6390 -n 2000 -c 4 -q -t set,get > "$work/rb.log" 2>&1
+st=$?
+sed 's/^/# /; s/\r/\n# /g' "$work/rb.log" | grep -E 'SET|GET' | tail -n 2
+check "redis SET/GET 8 MiB and redis-benchmark" 6 0 $st
+stop_all
+
+# nginx + curl: a 24 MiB download, checksum compared.
+begin
+mkdir -p "$work/www" "$work/nginx"
+cp "$work/blob" "$work/www/blob"
+cat > "$work/nginx.conf" <<CONF
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log;
+events { worker_connections 64; }
+http {
+	access_log off;
+	client_body_temp_path $work/nginx; proxy_temp_path $work/nginx; fastcgi_temp_path $work/nginx;
+	uwsgi_temp_path $work/nginx; scgi_temp_path $work/nginx;
+	server { listen $addr:8080; root $work/www; sendfile on; }
+}
+CONF
+$run nginx -c "$work/nginx.conf" -g 'daemon off; master_process on;' > "$work/nginx.log" 2>&1 &
+pids+=($!)
+wait_port 8080
+$run curl -sSf -o "$work/got" "http://$addr:8080/blob" 2> "$work/curl.log"
+st=$?
+cmp -s "$work/got" "$work/blob" || st=1
+check "nginx + curl 24 MiB download, checksum" 2 0 $st "$work/curl.log" "$work/nginx.log" \
+	"$work/nginx/error.log"
+rm -f "$work/got"
+stop_all
+
+# OpenSSH: sshd with privilege separation, a remote command and scp.
+begin
+mkdir -p /run/sshd "$work/ssh"
+ssh-keygen -q -t ed25519 -N '' -f "$work/ssh/host" && ssh-keygen -q -t ed25519 -N '' -f "$work/ssh/id"
+mkdir -p /root/.ssh && cp "$work/ssh/id.pub" /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys
+$run /usr/sbin/sshd -D -e -p 2222 -h "$work/ssh/host" -o ListenAddress="$addr" -o UsePAM=no \
+	-o PermitRootLogin=yes -o StrictModes=no > "$work/sshd.log" 2>&1 &
+pids+=($!)
+wait_port 2222
+sshopt=(-i "$work/ssh/id" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR)
+out=$($run ssh "${sshopt[@]}" -p 2222 root@"$addr" 'echo remote:$(hostname)') &&
+	$run scp -q "${sshopt[@]}" -P 2222 "$work/blob" root@"$addr":"$work/blob.copy"
+st=$?
+[ "$out" = "remote:$(hostname)" ] && cmp -s "$work/blob" "$work/blob.copy" || st=1
+check "OpenSSH remote command and scp 24 MiB" 4 0 $st
+stop_all
+
+# Python http.server + curl.
+begin
+$run python3 -m http.server 8000 --bind "$addr" --directory "$work/www" > /dev/null 2>&1 &
+pids+=($!)
+wait_port 8000
+$run curl -sSf -o "$work/got" "http://$addr:8000/blob" 2> "$work/curl.log"
+st=$?
+cmp -s "$work/got" "$work/blob" || st=1
+check "python http.server + curl, checksum" 2 0 $st "$work/curl.log"
+rm -f "$work/got"
+
+# Mixed: the same server, a client without the shim (plain TCP, served by the same listener).
+begin
+curl -sSf -o "$work/got" "http://$addr:8000/blob" 2> "$work/curl.log"
+st=$?
+cmp -s "$work/got" "$work/blob" || st=1
+check "mixed: plain TCP client of a shimmed server" 0 1 $st "$work/curl.log"
+stop_all
+
+# Policy: a denied port stays TCP (forced), the data is the same.
+begin
+$run iperf3 -s -B "$addr" -p 5202 > /dev/null 2>&1 &
+pids+=($!)
+wait_port 5202
+RDMASOCK_POLICY="deny dst=$addr/32 port=5202" $run iperf3 -c "$addr" -p 5202 -t 1 > /dev/null 2>&1
+st=$?
+# iperf3 opens two connections: each is forced at the client and a plain-TCP child at the server.
+check "policy: denied destination runs over TCP" 0 4 $st
+stop_all
+
+echo "1..$n"
+echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
+[ "$fail" = 0 ]
