@@ -17,6 +17,7 @@
 #include <net/tcp_states.h>
 #include <net/tcp.h>
 #include "rdmasock.h"
+#include "trace.h"
 
 int rs_family = RDMASOCK_FAMILY_DEFAULT;
 module_param_named(family, rs_family, int, 0444);
@@ -57,6 +58,7 @@ static void rs_sk_destruct(struct sock *sk)
 	struct rs_sock *rs = rs_sk(sk);
 
 	WARN_ON_ONCE(rs->cm_id || rs->qp || rs->tcp);
+	rs_proc_del(rs);
 	if (rs->parent)
 		sock_put(&rs->parent->sk);
 }
@@ -86,7 +88,8 @@ struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern)
 	INIT_WORK(&rs->close_work, rs_close_work);
 	init_waitqueue_head(&rs->close_wait);
 	rs->no_fallback = !rs_fallback_default;
-	rs_count(RS_CNT_SOCKETS);
+	rs_count(net, RS_CNT_SOCKETS);
+	rs_proc_add(rs);
 	return rs;
 }
 
@@ -332,8 +335,9 @@ static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_a
 	child->reason = RDMASOCK_REASON_PEER_TCP;
 	rs_tcp_attach(child, tcp_child);
 	child->sk.sk_state = TCP_ESTABLISHED;
-	rs_count(RS_CNT_CONN_TCP);
-	rs_count_fallback(RDMASOCK_REASON_PEER_TCP);
+	rs_count(sock_net(&rs->sk), RS_CNT_CONN_TCP);
+	rs_count_fallback(sock_net(&rs->sk), RDMASOCK_REASON_PEER_TCP);
+	trace_rdmasock_accept(child);
 	return 0;
 }
 
@@ -637,6 +641,28 @@ static int rs_getsockopt_rdmasock(struct rs_sock *rs, int optname, char __user *
 	return 0;
 }
 
+/* TCP_INFO of a connection carried by RDMA: what TCP would report that has a meaning here. */
+static int rs_rdma_tcp_info(struct rs_sock *rs, char __user *optval, int __user *optlen)
+{
+	struct tcp_info info = {};
+	int len;
+
+	if (get_user(len, optlen))
+		return -EFAULT;
+	len = min_t(unsigned int, len, sizeof(info));
+	info.tcpi_state = rs->sk.sk_state;
+	info.tcpi_snd_mss = rs->tx.size;
+	info.tcpi_rcv_mss = rs->rx.size;
+	spin_lock_bh(&rs->lock);
+	info.tcpi_bytes_sent = rs->bytes_sent;
+	info.tcpi_bytes_acked = rs->tx_acked;
+	info.tcpi_bytes_received = rs->bytes_received;
+	spin_unlock_bh(&rs->lock);
+	if (put_user(len, optlen) || copy_to_user(optval, &info, len))
+		return -EFAULT;
+	return 0;
+}
+
 static int rs_getsockopt(struct socket *sock, int level, int optname, char __user *optval,
 			 int __user *optlen)
 {
@@ -646,6 +672,8 @@ static int rs_getsockopt(struct socket *sock, int level, int optname, char __use
 	lock_sock(&rs->sk);
 	if (level == SOL_RDMASOCK) {
 		err = rs_getsockopt_rdmasock(rs, optname, optval, optlen);
+	} else if (level == SOL_TCP && optname == TCP_INFO && rs->mode == RDMASOCK_MODE_RDMA) {
+		err = rs_rdma_tcp_info(rs, optval, optlen);
 	} else if (level != SOL_TCP && level != SOL_IP && level != SOL_IPV6) {
 		err = -ENOPROTOOPT;
 	} else {

@@ -11,6 +11,7 @@
  */
 #include <net/tcp_states.h>
 #include "rdmasock.h"
+#include "trace.h"
 
 #define RS_CLOSE_TIMEOUT	(10 * HZ)
 
@@ -29,6 +30,7 @@ void rs_abort(struct rs_sock *rs, int err)
 	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 	rs->rx_cons = rs->rx_prod;	/* as a TCP reset, unread data is gone */
 	spin_unlock_bh(&rs->lock);
+	trace_rdmasock_error(rs);
 	sk_error_report(sk);
 	rs_wake(sk, EPOLLIN | EPOLLOUT | EPOLLHUP | EPOLLRDHUP | EPOLLERR);
 	wake_up_all(&rs->close_wait);
@@ -53,6 +55,7 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 {
 	struct rdma_cm_id *id;
 
+	trace_rdmasock_teardown(rs);
 	rs_mark_dying(rs, in_handler);
 	if (rs->cm_id && rs->qp && !in_handler)
 		rdma_disconnect(rs->cm_id);
@@ -116,6 +119,7 @@ int rs_shutdown(struct rs_sock *rs, int how)
 		break;
 	}
 	WRITE_ONCE(sk->sk_shutdown, sk->sk_shutdown | how);
+	trace_rdmasock_shutdown(rs);
 	if (how & SEND_SHUTDOWN)
 		rs_send_fin(rs);
 	rs_wake(sk, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLHUP);

@@ -14,6 +14,7 @@
 #include <net/inet_sock.h>
 #include <rdma/ib_cm.h>
 #include "rdmasock.h"
+#include "trace.h"
 
 #define RS_RETRY_COUNT		6	/* 7 would mean "retry forever" on rxe */
 /* Receive WRs are reposted at once, so an RNR NAK is transient: retry it for ever. */
@@ -82,6 +83,7 @@ static int rs_conn_create(struct rs_sock *rs, struct rdma_cm_id *id)
 	err = rs_ring_alloc(&rs->rx, rs->pd, rs_ring_size(rs, id->device));
 	if (err)
 		return err;
+	rs->port_num = id->port_num;
 	rs_dev_attach(rs, id->device);
 	set_bit(RS_F_RDMA_UP, &rs->flags);
 	rdma_set_min_rnr_timer(id, IB_RNR_TIMER_000_32);
@@ -155,6 +157,7 @@ static void rs_cm_client_established(struct rs_sock *rs, struct rdma_cm_event *e
 		return;
 	}
 	rs->remote_qpn = ev->param.conn.qp_num;
+	rs_note_addrs(rs, rs->cm_id);
 	err = rs_tx_ring_create(rs);
 	if (!err)
 		err = rs_post_reg(rs);
@@ -197,6 +200,7 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
 		bound = false;
 	rs->cm_id = id;
 	rs->sk.sk_state = TCP_SYN_SENT;
+	trace_rdmasock_connect(rs);
 	err = rdma_resolve_addr(id, bound ? (struct sockaddr *)&src : NULL, addr,
 				rs_connect_timeout_ms);
 	if (err) {
@@ -240,7 +244,8 @@ void rs_connect_work(struct work_struct *work)
 	if (!err) {
 		rs->mode = RDMASOCK_MODE_RDMA;
 		sk->sk_state = TCP_ESTABLISHED;
-		rs_count(RS_CNT_CONN_RDMA);
+		rs_count(sock_net(sk), RS_CNT_CONN_RDMA);
+		trace_rdmasock_established(rs);
 		rs_wake(sk, EPOLLOUT | EPOLLWRNORM);
 		goto out;
 	}
@@ -341,11 +346,11 @@ static void rs_child_free_early(struct rs_sock *child)
 	sock_put(&child->sk);
 }
 
-static int rs_reject_hello(struct rdma_cm_id *id)
+static int rs_reject_hello(struct rs_sock *child, struct rdma_cm_id *id)
 {
 	__be32 why = cpu_to_be32(RS_REJ_HELLO);
 
-	rs_count(RS_CNT_PROTO_ERR);
+	rs_count(sock_net(&child->sk), RS_CNT_PROTO_ERR);
 	rdma_reject(id, &why, sizeof(why), IB_CM_REJ_CONSUMER_DEFINED);
 	return -EPROTO;
 }
@@ -380,10 +385,11 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 		return -ENOMEM;
 	err = rs_hello_parse(child, ev->param.conn.private_data, ev->param.conn.private_data_len);
 	if (err) {
-		err = rs_reject_hello(id);
+		err = rs_reject_hello(child, id);
 		goto fail;
 	}
 	child->remote_qpn = ev->param.conn.qp_num;
+	rs_note_addrs(child, id);
 	err = rs_conn_create(child, id);
 	if (!err)
 		err = rs_tx_ring_create(child);
@@ -428,7 +434,8 @@ static void rs_cm_child_established(struct rs_sock *child)
 	}
 	spin_unlock_bh(&listener->lock);
 	if (queued) {
-		rs_count(RS_CNT_CONN_RDMA);
+		rs_count(sock_net(&child->sk), RS_CNT_CONN_RDMA);
+		trace_rdmasock_accept(child);
 		rs_wake(&listener->sk, EPOLLIN | EPOLLRDNORM);
 	}
 }

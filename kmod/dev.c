@@ -20,6 +20,7 @@ int rs_dev_attach(struct rs_sock *rs, struct ib_device *ibdev)
 {
 	mutex_lock(&rs_dev_lock);
 	rs->ibdev = ibdev;
+	strscpy(rs->devname, dev_name(&ibdev->dev), sizeof(rs->devname));
 	list_add_tail(&rs->dev_node, &rs_dev_socks);
 	mutex_unlock(&rs_dev_lock);
 	return 0;
@@ -68,7 +69,7 @@ static void rs_dev_remove(struct ib_device *ibdev, void *client_data)
 	}
 	mutex_unlock(&rs_dev_lock);
 	if (n) {
-		rs_count(RS_CNT_DEV_REMOVAL);
+		rs_count(NULL, RS_CNT_DEV_REMOVAL);
 		pr_info("rdmasock: %s going away: resetting %u connection(s)\n",
 			dev_name(&ibdev->dev), n);
 	}

@@ -17,6 +17,7 @@
 #include <linux/tcp.h>
 #include <net/tcp.h>
 #include "rdmasock.h"
+#include "trace.h"
 
 static unsigned int rs_neg_cache_ttl_ms = 10000;
 module_param_named(neg_cache_ttl_ms, rs_neg_cache_ttl_ms, uint, 0644);
@@ -122,7 +123,9 @@ void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp)
 	tsk->sk_state_change = rs_tcp_state_change;
 	tsk->sk_error_report = rs_tcp_error_report;
 	write_unlock_bh(&tsk->sk_callback_lock);
+	spin_lock_bh(&rs->lock);	/* /proc reads rs->tcp under rs->lock */
 	rs->tcp = tcp;
+	spin_unlock_bh(&rs->lock);
 }
 
 /* Unhook and close the TCP socket (it lingers by its own SO_LINGER, copied from ours). */
@@ -141,7 +144,9 @@ void rs_tcp_detach(struct rs_sock *rs)
 		tsk->sk_user_data = NULL;
 	}
 	write_unlock_bh(&tsk->sk_callback_lock);
+	spin_lock_bh(&rs->lock);
 	rs->tcp = NULL;
+	spin_unlock_bh(&rs->lock);
 	sock_release(tcp);
 }
 
@@ -241,8 +246,9 @@ int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int
 		return err;
 	WRITE_ONCE(rs->mode, RDMASOCK_MODE_TCP);
 	rs->reason = reason;
-	rs_count_fallback(reason);
-	rs_count(RS_CNT_CONN_TCP);
+	rs_count_fallback(sock_net(&rs->sk), reason);
+	rs_count(sock_net(&rs->sk), RS_CNT_CONN_TCP);
+	trace_rdmasock_fallback(rs);
 	rs_tcp_sync(rs);
 	err = kernel_connect(rs->tcp, addr, len, O_NONBLOCK);
 	rs_tcp_mirror(rs, rs->tcp->sk);

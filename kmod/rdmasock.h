@@ -124,6 +124,10 @@ struct rs_sock {
 	int peer_addr_len;
 	struct list_head dev_node;	/* on the device's socket list (dev.c) */
 	struct ib_device *ibdev;
+	char devname[IB_DEVICE_NAME_MAX];	/* kept for /proc after the device is gone */
+	u32 port_num;
+	struct sockaddr_storage local_addr;	/* RDMA mode: for /proc and tracepoints */
+	struct list_head proc_node;		/* on the module's socket list (stats.c) */
 
 	/*
 	 * Cursors, byte counts since the connection began.  @lock (a BH spinlock) guards them
@@ -237,20 +241,34 @@ bool rs_neg_cache_hit(const struct sockaddr *addr);
 void rs_neg_cache_add(const struct sockaddr *addr);
 void rs_neg_cache_exit(void);
 
-/* stats.c */
+/* stats.c: counters, /proc/net/rdmasock, /proc/net/rdmasock_stat, tracepoints */
 enum rs_counter {
 	RS_CNT_SOCKETS,
 	RS_CNT_CONN_RDMA,
 	RS_CNT_CONN_TCP,
 	RS_CNT_FALLBACK,	/* + reason: RS_CNT_FALLBACK + RDMASOCK_REASON_* */
-	RS_CNT_PROTO_ERR = RS_CNT_FALLBACK + RDMASOCK_REASON_MAX,
-	RS_CNT_CQ_ERR,
+	RS_CNT_BYTES_SENT = RS_CNT_FALLBACK + RDMASOCK_REASON_MAX,
+	RS_CNT_BYTES_RECEIVED,
+	RS_CNT_WR_POSTED,
+	RS_CNT_COMPLETIONS,
+	RS_CNT_PROTO_ERR,
+	RS_CNT_QP_FATAL,
 	RS_CNT_DEV_REMOVAL,
-	RS_CNT_MAX
+	RS_CNT_WC_ERR,		/* + ib_wc_status: RS_CNT_WC_ERR + status */
+	RS_CNT_MAX = RS_CNT_WC_ERR + IB_WC_GENERAL_ERR + 1
 };
 
-void rs_count(enum rs_counter c);
-void rs_count_fallback(int reason);
+void rs_count_add(struct net *net, enum rs_counter c, u64 n);
+static inline void rs_count(struct net *net, enum rs_counter c)
+{
+	rs_count_add(net, c, 1);
+}
+
+void rs_count_fallback(struct net *net, int reason);
+void rs_count_wc_error(struct net *net, enum ib_wc_status status);
+void rs_proc_add(struct rs_sock *rs);
+void rs_proc_del(struct rs_sock *rs);
+void rs_note_addrs(struct rs_sock *rs, struct rdma_cm_id *id);
 int rs_stats_init(void);
 void rs_stats_exit(void);
 

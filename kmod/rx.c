@@ -31,7 +31,7 @@ int rs_post_recvs(struct rs_sock *rs, u32 count)
 
 static void rs_proto_error(struct rs_sock *rs, const char *what, u32 imm)
 {
-	rs_count(RS_CNT_PROTO_ERR);
+	rs_count(sock_net(&rs->sk), RS_CNT_PROTO_ERR);
 	spin_lock(&rs->lock);
 	rs->proto_errors++;
 	spin_unlock(&rs->lock);
@@ -53,8 +53,10 @@ static int rs_rx_data(struct rs_sock *rs, u32 len)
 	if (!err)
 		rs->bytes_received += len;
 	spin_unlock(&rs->lock);
-	if (!err)
+	if (!err) {
+		rs_count_add(sock_net(&rs->sk), RS_CNT_BYTES_RECEIVED, len);
 		rs->sk.sk_data_ready(&rs->sk);
+	}
 	return err;
 }
 
@@ -119,8 +121,7 @@ static void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		/* Flushed after the peer's FIN: an orderly close.  Anything else is a reset. */
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			rs_count(RS_CNT_CQ_ERR);
+		rs_count_wc_error(sock_net(&rs->sk), wc->status);
 		set_bit(RS_F_DISCONNECTED, &rs->flags);
 		wake_up_all(&rs->close_wait);
 		if (!test_bit(RS_F_PEER_FIN, &rs->flags))
@@ -129,6 +130,7 @@ static void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	if (test_bit(RS_F_ABORTED, &rs->flags))
 		return;
+	rs_count(sock_net(&rs->sk), RS_CNT_COMPLETIONS);
 	rs_post_recvs(rs, 1);
 	imm = be32_to_cpu(wc->ex.imm_data);
 	if (!(wc->wc_flags & IB_WC_WITH_IMM)) {

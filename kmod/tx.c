@@ -29,7 +29,7 @@ static void rs_qp_event(struct ib_event *ev, void *ctx)
 
 	if (ev->event == IB_EVENT_QP_FATAL || ev->event == IB_EVENT_QP_ACCESS_ERR ||
 	    ev->event == IB_EVENT_QP_REQ_ERR) {
-		rs_count(RS_CNT_CQ_ERR);
+		rs_count(sock_net(&rs->sk), RS_CNT_QP_FATAL);
 		rs_abort(rs, -ECONNRESET);
 	}
 }
@@ -113,10 +113,8 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 			wake_up_all(&rs->close_wait);
 			return;
 		}
-		if (wc->status != IB_WC_WR_FLUSH_ERR) {
-			rs_count(RS_CNT_CQ_ERR);
-			pr_debug("rdmasock: send completion %s\n", ib_wc_status_msg(wc->status));
-		}
+		rs_count_wc_error(sock_net(&rs->sk), wc->status);
+		pr_debug("rdmasock: send completion %s\n", ib_wc_status_msg(wc->status));
 		/* The QP is in error: nothing more will complete, writes fail from now on. */
 		set_bit(RS_F_DISCONNECTED, &rs->flags);
 		if (!test_bit(RS_F_PEER_FIN, &rs->flags))
@@ -124,6 +122,7 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		wake_up_all(&rs->close_wait);
 		return;
 	}
+	rs_count(sock_net(&rs->sk), RS_CNT_COMPLETIONS);
 	spin_lock(&rs->lock);
 	/* A signaled WR retires every WR posted before it (RC send queues complete in order). */
 	if ((s32)(ctx->seq + 1 - rs->sq_done) > 0)
@@ -166,6 +165,9 @@ static int rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool 
 	}
 	rs->sq_posted++;
 	rs->bytes_sent += bytes;
+	rs_count(sock_net(&rs->sk), RS_CNT_WR_POSTED);
+	if (bytes)
+		rs_count_add(sock_net(&rs->sk), RS_CNT_BYTES_SENT, bytes);
 out:
 	spin_unlock_bh(&rs->lock);
 	return err;
