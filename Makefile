@@ -28,6 +28,7 @@ help:
 	@echo "make lint       W=1 -Werror, sparse and checkpatch --strict on both kernels"
 	@echo "make check      run every selftest in the VM on 6.1 and 6.12"
 	@echo "make demo       run an unchanged TCP program pair over rdmasock in the VM"
+	@echo "make bench      rdmasock vs TCP vs raw verbs in one VM run (table, JSON, plot)"
 
 deps:
 	@$(TOP)/selftests/deps.sh "$(CACHE)"
@@ -65,6 +66,11 @@ demo:
 	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"
 	@$(MAKE) -s all
 	@$(TOP)/selftests/demo.sh
+
+bench:
+	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"
+	@$(MAKE) -s all
+	@$(TOP)/selftests/bench/bench.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,32 @@
+#!/bin/bash
+# `make bench`: boot the VM once (2 vCPUs), run every measurement, print one table with the figures
+# and the ratios, keep the results as JSON and a latency plot (PNG) in build/bench/.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+need=()
+for p in nvme-cli gnuplot-nox python3 sockperf iperf3 perftest; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+fi
+out=$top/build/bench/$(date +%Y%m%d-%H%M%S)
+mkdir -p "$out"
+"$top/selftests/vm/run" --kernel "${RDMASOCK_BENCH_KERNEL:-6.1}" --mem 2048 --timeout 1500 \
+	--out "$out" -- "$top/selftests/bench/inside.sh" > "$out/vm.log" 2>&1 ||
+	{ tail -n 30 "$out/vm.log"; echo "bench: the VM run failed (log: $out/vm.log)"; exit 1; }
+python3 "$top/selftests/bench/report.py" "$out/bench.jsonl" | tee "$out/report.txt"
+cp "$out/bench.jsonl" "$top/build/bench/latest.jsonl"
+if command -v gnuplot > /dev/null && [ -s "$out/lat-tcp.txt" ] && [ -s "$out/lat-rdma.txt" ]; then
+	gnuplot <<PLOT
+set terminal png size 900,500
+set output "$out/latency.png"
+set title "64 B ping-pong round trip, CDF (rxe, TCG VM, 2 vCPUs)"
+set xlabel "round trip (us)"; set ylabel "fraction"; set grid; set key bottom right
+set logscale x
+plot "< sort -n $out/lat-tcp.txt | awk '{print \$1, NR/3000}'" with lines lw 2 title "kernel TCP", \
+     "< sort -n $out/lat-rdma.txt | awk '{print \$1, NR/3000}'" with lines lw 2 title "rdmasock"
+PLOT
+	echo "bench: plot $out/latency.png"
+fi
+echo "bench: results in $out"

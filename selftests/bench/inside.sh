@@ -1,0 +1,88 @@
+#!/bin/bash
+# Runs inside the VM for `make bench`: every measurement once, results as JSON lines in
+# $RDMASOCK_OUT/bench.jsonl, latency samples for the plot in $RDMASOCK_OUT/lat-*.txt.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+b=$top/build/selftests/rs_bench
+out=$RDMASOCK_OUT
+addr=$RDMASOCK_ADDR
+j=$out/bench.jsonl
+: > "$j"
+
+perf_pair() {	# perftest server + client, prints the client's output
+	local tool=$1; shift
+	"$tool" "$@" > /dev/null 2>&1 &
+	local srv=$!
+	for ((i = 0; i < 50; i++)); do ss -ltn 'sport = :18515' | grep -q LISTEN && break; sleep 0.1; done
+	sleep 0.3
+	"$tool" "$@" "$addr" 2>&1
+	wait $srv
+}
+
+echo "bench: ping-pong 64 B"
+for c in tcp rdma; do
+	$b pingpong $c 64 3000 "$out/lat-$c.txt" >> "$j"
+done
+# ib_write_lat reports half a round trip.
+perf_pair ib_write_lat -R -F -s 64 -n 3000 | awk '$1 == 64 && NF >= 8 {
+	printf "{\"test\":\"pingpong\",\"carrier\":\"ib_write_lat\",\"size\":64,\"avg_us\":%.2f,\"p50_us\":%.2f,\"p99_us\":%.2f}\n", 2*$6, 2*$5, 2*$8 }' >> "$j"
+
+for size in 65536 4096 64; do
+	echo "bench: stream $size B"
+	for c in tcp rdma; do
+		$b stream $c $size 3 >> "$j"
+	done
+	perf_pair ib_write_bw -R -F -s $size -D 3 | awk -v s=$size '$1 == s && NF >= 5 {
+		printf "{\"test\":\"stream\",\"carrier\":\"ib_write_bw\",\"size\":%d,\"MBps\":%.2f,\"msgs_per_s\":%.0f}\n", s, $4, $5 * 1e6 }' >> "$j"
+done
+
+echo "bench: connection rate"
+for c in tcp rdma; do
+	$b connrate $c 200 >> "$j"
+done
+echo "bench: 1000 concurrent connections"
+for c in tcp rdma; do
+	$b conns $c 1000 >> "$j"
+done
+
+echo "bench: unchanged programs (sockperf, iperf3) over rdmasock"
+run="$top/build/userlib/rdmasock-run -q --"
+for mode in tcp rdmasock; do
+	pre=""; [ $mode = rdmasock ] && pre=$run
+	$pre sockperf server --tcp -i "$addr" -p 11111 > /dev/null 2>&1 &
+	srv=$!
+	for ((i = 0; i < 50; i++)); do ss -ltn 'sport = :11111' | grep -q LISTEN && break; sleep 0.1; done
+	$pre sockperf ping-pong --tcp -i "$addr" -p 11111 -t 3 -m 64 2>&1 |
+		sed -n 's/.*avg-latency=\([0-9.]*\).*/\1/p' | head -n 1 |
+		awk -v m=$mode '{ printf "{\"test\":\"sockperf\",\"carrier\":\"%s\",\"avg_us\":%.2f}\n", m, 2*$1 }' >> "$j"
+	kill $srv; wait $srv 2>/dev/null
+	$pre iperf3 -s -1 -B "$addr" -p 5201 > /dev/null 2>&1 &
+	srv=$!
+	for ((i = 0; i < 50; i++)); do ss -ltn 'sport = :5201' | grep -q LISTEN && break; sleep 0.1; done
+	$pre iperf3 -c "$addr" -p 5201 -t 3 -J 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(json.dumps({"test": "iperf3", "carrier": sys.argv[1],
+                  "MBps": round(d["end"]["sum_received"]["bits_per_second"] / 8e6, 2)}))' $mode >> "$j"
+	wait $srv 2>/dev/null
+done
+
+echo "bench: NVMe over RDMA (nvmet-rdma on null_blk, nvme-rdma host), sequential reads"
+if modprobe null_blk nr_devices=1 gb=1 && modprobe nvmet-rdma && modprobe nvme-rdma; then
+	cfs=/sys/kernel/config/nvmet
+	mount -t configfs none /sys/kernel/config 2>/dev/null
+	mkdir -p $cfs/subsystems/bench/namespaces/1 $cfs/ports/1
+	echo 1 > $cfs/subsystems/bench/attr_allow_any_host
+	echo /dev/nullb0 > $cfs/subsystems/bench/namespaces/1/device_path
+	echo 1 > $cfs/subsystems/bench/namespaces/1/enable
+	echo rdma > $cfs/ports/1/addr_trtype; echo ipv4 > $cfs/ports/1/addr_adrfam
+	echo "$addr" > $cfs/ports/1/addr_traddr; echo 4420 > $cfs/ports/1/addr_trsvcid
+	ln -s $cfs/subsystems/bench $cfs/ports/1/subsystems/bench
+	if nvme connect -t rdma -a "$addr" -s 4420 -n bench > /dev/null 2>&1; then
+		for ((i = 0; i < 50; i++)); do dev=$(ls /dev/nvme*n1 2>/dev/null | head -n 1); [ -n "$dev" ] && break; sleep 0.1; done
+		mbps=$(dd if="$dev" of=/dev/null bs=1M count=256 iflag=direct 2>&1 | sed -n 's/.* \([0-9.]*\) MB\/s.*/\1/p')
+		echo "{\"test\":\"stream\",\"carrier\":\"nvme-rdma\",\"size\":1048576,\"MBps\":${mbps:-0}}" >> "$j"
+		nvme disconnect -n bench > /dev/null 2>&1
+	fi
+fi
+echo "bench: done"

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rs_bench: one benchmark program for both families, so that only the family differs.
+ *   rs_bench pingpong tcp|rdma SIZE ITERS [SAMPLES_FILE]  round trips: avg, p50, p99 (us)
+ *   rs_bench stream   tcp|rdma SIZE SECONDS                one-way throughput (MB/s, msgs/s)
+ *   rs_bench connrate tcp|rdma COUNT                       connect+accept+close per second,
+ *                                                          time to first byte (us)
+ *   rs_bench conns    tcp|rdma COUNT                       COUNT connections open at once, each
+ *                                                          carrying data; memory per connection
+ * Server and client are two processes on the VM's own address.  Output: one JSON object per run.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include "../lib.h"
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static enum carrier parse_carrier(const char *s)
+{
+	return strcmp(s, "tcp") ? CARRIER_RDMASOCK : CARRIER_TCP;
+}
+
+static int connect_to(enum carrier c, struct sockaddr_storage *ss, socklen_t len)
+{
+	int one = 1, fd = socket(carrier_family(c, AF_INET), SOCK_STREAM, 0);
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *)ss, len)) {
+		perror("connect");
+		exit(1);
+	}
+	return fd;
+}
+
+static int bench_pingpong(enum carrier c, size_t size, int iters, const char *samples)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd = make_listener(c, AF_INET, &ss, &len), fd, one = 1;
+	char *buf = calloc(1, size);
+	double *rtt = calloc(iters, sizeof(double)), sum = 0;
+	pid_t pid = fork();
+
+	if (!pid) {
+		fd = accept(lfd, NULL, NULL);
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		while (!read_all(fd, buf, size))
+			if (write_all(fd, buf, size))
+				break;
+		_exit(0);
+	}
+	fd = connect_to(c, &ss, len);
+	for (int i = 0; i < iters + 100; i++) {
+		double t = now_us();
+
+		if (write_all(fd, buf, size) || read_all(fd, buf, size))
+			return 1;
+		if (i >= 100)	/* warm-up excluded */
+			rtt[i - 100] = now_us() - t;
+	}
+	close(fd);
+	waitpid(pid, NULL, 0);
+	if (samples) {
+		FILE *f = fopen(samples, "w");
+
+		for (int i = 0; f && i < iters; i++)
+			fprintf(f, "%.2f\n", rtt[i]);
+		if (f)
+			fclose(f);
+	}
+	for (int i = 0; i < iters; i++)
+		sum += rtt[i];
+	qsort(rtt, iters, sizeof(double), cmp_double);
+	printf("{\"test\":\"pingpong\",\"carrier\":\"%s\",\"size\":%zu,\"iters\":%d,"
+	       "\"avg_us\":%.2f,\"p50_us\":%.2f,\"p99_us\":%.2f}\n",
+	       c == CARRIER_TCP ? "tcp" : "rdmasock", size, iters, sum / iters, rtt[iters / 2],
+	       rtt[iters * 99 / 100]);
+	return 0;
+}
+
+static int bench_stream(enum carrier c, size_t size, double seconds)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd = make_listener(c, AF_INET, &ss, &len), fd;
+	char *buf = calloc(1, size > 65536 ? size : 65536);
+	long long total = 0, msgs = 0;
+	int pipefd[2];
+	pid_t pid;
+
+	if (pipe(pipefd))
+		return 1;
+	pid = fork();
+	if (!pid) {
+		ssize_t n;
+
+		fd = accept(lfd, NULL, NULL);
+		while ((n = recv(fd, buf, 65536, 0)) > 0)
+			total += n;
+		if (write(pipefd[1], &total, sizeof(total)) != sizeof(total))
+			_exit(1);
+		_exit(0);
+	}
+	fd = connect_to(c, &ss, len);
+	double t0 = now_us(), t;
+
+	do {
+		if (write_all(fd, buf, size))
+			return 1;
+		msgs++;
+		t = now_us();
+	} while (t - t0 < seconds * 1e6);
+	shutdown(fd, SHUT_WR);
+	if (read(pipefd[0], &total, sizeof(total)) != sizeof(total))
+		return 1;
+	t = now_us();
+	waitpid(pid, NULL, 0);
+	close(fd);
+	printf("{\"test\":\"stream\",\"carrier\":\"%s\",\"size\":%zu,\"MBps\":%.2f,\"msgs_per_s\":%.0f,"
+	       "\"bytes\":%lld}\n", c == CARRIER_TCP ? "tcp" : "rdmasock", size,
+	       total / (t - t0), msgs / ((t - t0) / 1e6), total);
+	return 0;
+}
+
+static int bench_connrate(enum carrier c, int count)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd = make_listener(c, AF_INET, &ss, &len);
+	double t0, ttfb = 0;
+	char b = 'x';
+	pid_t pid = fork();
+
+	if (!pid) {
+		for (int i = 0; i < count; i++) {
+			int fd = accept(lfd, NULL, NULL);
+
+			if (fd < 0 || write(fd, &b, 1) != 1)
+				_exit(1);
+			close(fd);
+		}
+		_exit(0);
+	}
+	t0 = now_us();
+	for (int i = 0; i < count; i++) {
+		double t = now_us();
+		int fd = connect_to(c, &ss, len);
+
+		if (read(fd, &b, 1) != 1)
+			return 1;
+		ttfb += now_us() - t;
+		close(fd);
+	}
+	double el = now_us() - t0;
+
+	waitpid(pid, NULL, 0);
+	printf("{\"test\":\"connrate\",\"carrier\":\"%s\",\"count\":%d,\"conn_per_s\":%.1f,"
+	       "\"ttfb_us\":%.1f}\n", c == CARRIER_TCP ? "tcp" : "rdmasock", count,
+	       count / (el / 1e6), ttfb / count);
+	return 0;
+}
+
+static long meminfo_kb(const char *key)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long v = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)))
+			v = atol(line + strlen(key) + 1);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static int bench_conns(enum carrier c, int count)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd = make_listener(c, AF_INET, &ss, &len), *cfd = calloc(count, sizeof(int));
+	int *sfd = calloc(count, sizeof(int)), carried = 0;
+	long used0 = meminfo_kb("MemAvailable:");
+	long long ring_bytes = 0;
+	char buf[64] = { 0 };
+
+	listen(lfd, count);
+	for (int i = 0; i < count; i++) {
+		cfd[i] = connect_to(c, &ss, len);
+		sfd[i] = accept(lfd, NULL, NULL);
+		if (sfd[i] < 0)
+			return 1;
+	}
+	for (int i = 0; i < count; i++) {
+		if (write_all(cfd[i], buf, sizeof(buf)) || read_all(sfd[i], buf, sizeof(buf)))
+			return 1;
+		carried++;
+		if (c == CARRIER_RDMASOCK) {
+			struct rdmasock_info info;
+			socklen_t l = sizeof(info);
+
+			getsockopt(cfd[i], SOL_RDMASOCK, RDMASOCK_INFO, &info, &l);
+			ring_bytes += info.rx_ring_size + info.tx_ring_size;
+		}
+	}
+	long used = used0 - meminfo_kb("MemAvailable:");
+
+	printf("{\"test\":\"conns\",\"carrier\":\"%s\",\"count\":%d,\"carried_data\":%d,"
+	       "\"kernel_kb_per_conn\":%.1f,\"registered_kb_per_conn\":%.1f}\n",
+	       c == CARRIER_TCP ? "tcp" : "rdmasock", count, carried, (double)used / count,
+	       ring_bytes / 1024.0 / count);
+	for (int i = 0; i < count; i++) {
+		close(cfd[i]);
+		close(sfd[i]);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: see the comment at the top of rs_bench.c\n");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	enum carrier c = parse_carrier(argv[2]);
+
+	if (!strcmp(argv[1], "pingpong") && argc >= 5)
+		return bench_pingpong(c, atoi(argv[3]), atoi(argv[4]), argc > 5 ? argv[5] : NULL);
+	if (!strcmp(argv[1], "stream") && argc >= 5)
+		return bench_stream(c, atoi(argv[3]), atof(argv[4]));
+	if (!strcmp(argv[1], "connrate"))
+		return bench_connrate(c, atoi(argv[3]));
+	if (!strcmp(argv[1], "conns"))
+		return bench_conns(c, atoi(argv[3]));
+	fprintf(stderr, "rs_bench: unknown test %s\n", argv[1]);
+	return 2;
+}

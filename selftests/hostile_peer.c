@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hostile_peer: a user-space rdmasock client (librdmacm + libibverbs) that speaks the wire protocol
+ * of docs/design.md and breaks it on purpose.  Used by hostile_test.c against a kernel listener.
+ *
+ *   hostile_peer ADDR PORT CASE
+ *
+ * Hello cases (the kernel must reject the connection): hello_short, hello_magic, hello_version,
+ * hello_size, hello_flags.  Cases after a valid set-up (the kernel must reset the connection):
+ * data_overflow (an immediate claiming more than the ring), data_zero, consumed_ahead (a cursor
+ * past what was sent), bad_type, bad_ctrl, double_fin, write_outside (an RDMA write past the
+ * ring: the HCA refuses it), flood (writes without credit), disconnect (gone mid-transfer).
+ * "valid" behaves: sends "hello" and expects it echoed.
+ * Exit status: 0 when the kernel reacted as expected (reject, or the QP/connection went down).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <rdma/rdma_cma.h>
+#include <infiniband/verbs.h>
+
+#define RING	(64 << 10)
+
+struct hello {
+	uint32_t magic;
+	uint8_t version, flags;
+	uint16_t len;
+	uint64_t ring_addr;
+	uint32_t ring_rkey, ring_size;
+	uint32_t reserved[2];
+} __attribute__((packed));
+
+static struct rdma_event_channel *ch;
+static struct rdma_cm_id *id;
+static struct ibv_pd *pd;
+static struct ibv_cq *cq;
+static struct ibv_mr *mr;
+static char *ring;
+static uint64_t peer_addr;
+static uint32_t peer_rkey, peer_size;
+
+static int die(const char *what)
+{
+	fprintf(stderr, "hostile_peer: %s: %s\n", what, strerror(errno));
+	exit(3);
+}
+
+static struct rdma_cm_event *wait_event(enum rdma_cm_event_type want)
+{
+	struct rdma_cm_event *ev;
+
+	if (rdma_get_cm_event(ch, &ev))
+		die("rdma_get_cm_event");
+	if (ev->event != want) {
+		fprintf(stderr, "hostile_peer: got %s, wanted %s\n", rdma_event_str(ev->event),
+			rdma_event_str(want));
+		return ev;
+	}
+	return ev;
+}
+
+static void post_recvs(int n)
+{
+	struct ibv_recv_wr wr = { .wr_id = 1 }, *bad;
+
+	while (n--)
+		if (ibv_post_recv(id->qp, &wr, &bad))
+			die("post_recv");
+}
+
+static int post(enum ibv_wr_opcode op, uint32_t imm, uint64_t raddr, uint32_t len)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)ring, .length = len, .lkey = mr->lkey };
+	struct ibv_send_wr wr = { .opcode = op, .send_flags = IBV_SEND_SIGNALED,
+				  .imm_data = htobe32(imm), .sg_list = &sge, .num_sge = len ? 1 : 0 },
+		*bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = peer_rkey;
+	return ibv_post_send(id->qp, &wr, &bad);
+}
+
+/* Poll completions for up to @ms; returns the first non-success status seen, or 0. */
+static int drain_cq(int ms, int *recvs)
+{
+	struct ibv_wc wc;
+
+	for (int t = 0; t < ms; t++) {
+		int n;
+
+		while ((n = ibv_poll_cq(cq, 1, &wc)) > 0) {
+			if (wc.status != IBV_WC_SUCCESS)
+				return wc.status;
+			if (wc.opcode & IBV_WC_RECV) {
+				(*recvs)++;
+				post_recvs(1);
+			}
+		}
+		usleep(1000);
+	}
+	return 0;
+}
+
+/* Did the kernel drop us?  A DISCONNECTED event or a failed QP within @ms. */
+static int kernel_dropped_us(int ms)
+{
+	struct rdma_cm_event *ev;
+	int recvs = 0;
+
+	for (int t = 0; t < ms; t += 50) {
+		if (drain_cq(50, &recvs))
+			return 1;
+		if (!rdma_get_cm_event(ch, &ev)) {
+			int gone = ev->event == RDMA_CM_EVENT_DISCONNECTED;
+
+			rdma_ack_cm_event(ev);
+			if (gone)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct rdma_conn_param param = { .retry_count = 6, .rnr_retry_count = 7 };
+	struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 256, .max_recv_wr = 256,
+						.max_send_sge = 1, .max_recv_sge = 1 },
+				       .qp_type = IBV_QPT_RC };
+	struct hello h = { 0 };
+	struct addrinfo *ai;
+	struct rdma_cm_event *ev;
+	const char *c;
+	int recvs = 0;
+
+	if (argc != 4)
+		return 2;
+	c = argv[3];
+	if (getaddrinfo(argv[1], argv[2], NULL, &ai))
+		die("getaddrinfo");
+	ch = rdma_create_event_channel();
+	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+		die("create id");
+	if (rdma_resolve_addr(id, NULL, ai->ai_addr, 2000))
+		die("resolve addr");
+	rdma_ack_cm_event(wait_event(RDMA_CM_EVENT_ADDR_RESOLVED));
+	if (rdma_resolve_route(id, 2000))
+		die("resolve route");
+	rdma_ack_cm_event(wait_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
+	pd = ibv_alloc_pd(id->verbs);
+	cq = ibv_create_cq(id->verbs, 1024, NULL, NULL, 0);
+	qa.send_cq = qa.recv_cq = cq;
+	ring = aligned_alloc(4096, RING);
+	mr = ibv_reg_mr(pd, ring, RING, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!pd || !cq || !mr || rdma_create_qp(id, pd, &qa))
+		die("resources");
+	post_recvs(200);
+
+	h.magic = htobe32(0x52534f4b);
+	h.version = 1;
+	h.len = htobe16(sizeof(h));
+	h.ring_addr = htobe64((uintptr_t)ring);
+	h.ring_rkey = htobe32(mr->rkey);
+	h.ring_size = htobe32(RING);
+	if (!strcmp(c, "hello_magic"))
+		h.magic = htobe32(0xdeadbeef);
+	if (!strcmp(c, "hello_version"))
+		h.version = 99;
+	if (!strcmp(c, "hello_size"))
+		h.ring_size = htobe32(12345);
+	if (!strcmp(c, "hello_flags"))
+		h.flags = 0x80;
+	param.private_data = &h;
+	param.private_data_len = !strcmp(c, "hello_short") ? 8 : sizeof(h);
+	if (rdma_connect(id, &param))
+		die("connect");
+	ev = wait_event(RDMA_CM_EVENT_ESTABLISHED);
+	if (!strncmp(c, "hello_", 6)) {
+		int rejected = ev->event == RDMA_CM_EVENT_REJECTED;
+
+		rdma_ack_cm_event(ev);
+		printf("%s: %s\n", c, rejected ? "rejected" : "NOT rejected");
+		return rejected ? 0 : 1;
+	}
+	if (ev->event != RDMA_CM_EVENT_ESTABLISHED)
+		return 3;
+	const struct hello *ph = ev->param.conn.private_data;
+
+	peer_addr = be64toh(ph->ring_addr);
+	peer_rkey = be32toh(ph->ring_rkey);
+	peer_size = be32toh(ph->ring_size);
+	rdma_ack_cm_event(ev);
+	fcntl(ch->fd, F_SETFL, O_NONBLOCK);	/* from now on, poll for the kernel's DISCONNECTED */
+	/* Our READY (we register nothing more: the MR is ready), then wait for the kernel's. */
+	post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 1, 0, 0);
+	for (int i = 0; i < 2000 && !recvs; i++)
+		drain_cq(1, &recvs);
+	if (!recvs) {
+		fprintf(stderr, "hostile_peer: no READY from the kernel\n");
+		return 3;
+	}
+	memcpy(ring, "hello", 5);
+
+	if (!strcmp(c, "valid"))
+		post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
+	else if (!strcmp(c, "data_overflow"))
+		post(IBV_WR_RDMA_WRITE_WITH_IMM, peer_size + 1, peer_addr, 5);
+	else if (!strcmp(c, "data_zero"))
+		post(IBV_WR_RDMA_WRITE_WITH_IMM, 0, peer_addr, 0);
+	else if (!strcmp(c, "consumed_ahead"))
+		post(IBV_WR_SEND_WITH_IMM, 1u << 30 | 4096, 0, 0);
+	else if (!strcmp(c, "bad_type"))
+		post(IBV_WR_SEND_WITH_IMM, 3u << 30, 0, 0);
+	else if (!strcmp(c, "bad_ctrl"))
+		post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 77, 0, 0);
+	else if (!strcmp(c, "double_fin")) {
+		post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 2, 0, 0);
+		post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 2, 0, 0);
+	} else if (!strcmp(c, "write_outside"))
+		post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr + peer_size, 5);
+	else if (!strcmp(c, "flood"))
+		for (int i = 0; i < 64; i++)
+			post(IBV_WR_RDMA_WRITE_WITH_IMM, peer_size / 16, peer_addr, 16);
+	else if (!strcmp(c, "disconnect")) {
+		post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
+		drain_cq(100, &recvs);
+		rdma_disconnect(id);
+		printf("%s: disconnected\n", c);
+		return 0;
+	} else {
+		return 2;
+	}
+	if (!strcmp(c, "valid")) {
+		drain_cq(200, &recvs);
+		printf("%s: sent\n", c);
+		return 0;
+	}
+	int dropped = kernel_dropped_us(10000);
+
+	printf("%s: %s\n", c, dropped ? "connection reset by the kernel" : "NOT reset");
+	return dropped ? 0 : 1;
+}
