@@ -18,7 +18,7 @@ endif
 HARNESS := $(CACHE)/selftests/kselftest_harness.h
 CHECKPATCH := $(CACHE)/scripts/checkpatch.pl
 
-.PHONY: all modules userlib selftests deps lint check check-one demo bench clean help
+.PHONY: all modules userlib selftests deps lint check check-debug demo bench clean help
 all: modules userlib selftests
 
 help:
@@ -27,6 +27,7 @@ help:
 	@echo "make deps       install build/test dependencies with apt (idempotent)"
 	@echo "make lint       W=1 -Werror, sparse and checkpatch --strict on both kernels"
 	@echo "make check      run every selftest in the VM on 6.1 and 6.12"
+	@echo "make check-debug  the same on a KASAN+lockdep+kmemleak kernel (built once)"
 	@echo "make demo       run an unchanged TCP program pair over rdmasock in the VM"
 	@echo "make bench      rdmasock vs TCP vs raw verbs in one VM run (table, JSON, plot)"
 
@@ -66,6 +67,14 @@ demo:
 	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"
 	@$(MAKE) -s all
 	@$(TOP)/selftests/demo.sh
+
+# The debug-kernel lane: KASAN, lockdep, kmemleak, list/object debugging (docs/testing.md).
+check-debug:
+	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"
+	@$(TOP)/selftests/debug-kernel/build.sh
+	@$(MAKE) -s userlib selftests
+	@$(MAKE) -s KVER=$$(cat $(BUILD)/debug-kernel/current/release) modules
+	@RDMASOCK_VM_MEM=2048 $(TOP)/selftests/check.sh debug
 
 bench:
 	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"

@@ -5,7 +5,9 @@
 set -euo pipefail
 kver=$1 out=$2 mode=${3:-}
 top=$(cd "$(dirname "$0")/.." && pwd)
-kdir=/lib/modules/$kver/build
+# shellcheck source=selftests/vm/kernels.sh
+RDMASOCK_TOP=$top . "$top/selftests/vm/kernels.sh"
+kdir=$(RDMASOCK_TOP=$top rdmasock_kdir "$kver")
 [ -d "$kdir" ] || { echo "build: no headers for $kver ($kdir); run make deps" >&2; exit 1; }
 
 mkdir -p "$out/kmod" "$out/probes"

@@ -24,9 +24,9 @@ add_results() {
 for k in "$@"; do
 	out=$(mktemp -d /tmp/rdmasock-check.XXXXXX)
 	echo "==== kernel $k (logs: $out)"
-	"$top/selftests/vm/run" --kernel "$k" --timeout 1800 --out "$out/one" -- "$top/selftests/run_tests.sh"
+	"$top/selftests/vm/run" --kernel "$k" --mem "${RDMASOCK_VM_MEM:-1024}" --timeout 2400 --out "$out/one" -- "$top/selftests/run_tests.sh"
 	add_results "$out/one" $? "kernel $k, one VM"
-	"$top/selftests/vm/run" --kernel "$k" --two-vm --timeout 600 --out "$out/two" -- "$top/selftests/run_tests.sh"
+	"$top/selftests/vm/run" --kernel "$k" --mem "${RDMASOCK_VM_MEM:-1024}" --two-vm --timeout 900 --out "$out/two" -- "$top/selftests/run_tests.sh"
 	add_results "$out/two/client" $? "kernel $k, two VMs"
 done
 echo "$total_pass passed, $total_fail failed"

@@ -75,20 +75,6 @@ static int wait_for_gid(void)
 	return -1;
 }
 
-static long long counter(const char *name)
-{
-	FILE *f = fopen("/proc/net/rdmasock_stat", "r");
-	char key[64];
-	long long v, found = -1;
-
-	while (f && fscanf(f, "%63s %lld", key, &v) == 2)
-		if (!strcmp(key, name))
-			found = v;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 TEST(delete_device_during_transfer)
 {
 	struct sockaddr_storage ss;
@@ -96,7 +82,7 @@ TEST(delete_device_during_transfer)
 	int lfd, c, s, t, ts;
 	struct flow out, in;
 	pthread_t to, ti;
-	long long removals = counter("device_removals");
+	long long removals = rs_counter("device_removals");
 
 	lfd = make_listener(CARRIER_RDMASOCK, AF_INET, &ss, &len);
 	ASSERT_LE(0, lfd);
@@ -121,7 +107,7 @@ TEST(delete_device_during_transfer)
 	EXPECT_NE(0, out.err);
 	EXPECT_NE(0, in.err);
 	TH_LOG("writer errno %d, reader errno %d", out.err, in.err);
-	EXPECT_EQ(removals + 1, counter("device_removals"));
+	EXPECT_EQ(removals + 1, rs_counter("device_removals"));
 	close(c);
 	close(s);
 

@@ -8,21 +8,6 @@
 #include "lib.h"
 #include "kselftest_harness.h"
 
-static long long counter(const char *name)
-{
-	FILE *f = fopen("/proc/net/rdmasock_stat", "r");
-	char key[64];
-	long long v, found = -1;
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %lld", key, &v) == 2)
-		if (!strcmp(key, name))
-			found = v;
-	fclose(f);
-	return found;
-}
-
 /* Round trip a few bytes each way between two connected fds. */
 static int exchange(int a, int b)
 {
@@ -66,7 +51,7 @@ FIXTURE_TEARDOWN(fb)
 
 TEST_F(fb, rdmasock_client_plain_tcp_server)
 {
-	long long rejects = counter("fallback_peer_reject");
+	long long rejects = rs_counter("fallback_peer_reject");
 	int c, s;
 
 	self->lfd = make_listener(CARRIER_TCP, variant->af, &self->ss, &self->len);
@@ -77,7 +62,7 @@ TEST_F(fb, rdmasock_client_plain_tcp_server)
 	ASSERT_LE(0, s);
 	ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(c, RDMASOCK_MODE));
 	ASSERT_EQ(RDMASOCK_REASON_PEER_REJECT, rs_getint(c, RDMASOCK_FALLBACK_REASON));
-	ASSERT_EQ(rejects + 1, counter("fallback_peer_reject"));
+	ASSERT_EQ(rejects + 1, rs_counter("fallback_peer_reject"));
 	ASSERT_EQ(0, exchange(c, s));
 	close(c);
 	close(s);

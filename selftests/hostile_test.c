@@ -10,20 +10,6 @@
 #include "lib.h"
 #include "kselftest_harness.h"
 
-static long long counter(const char *name)
-{
-	FILE *f = fopen("/proc/net/rdmasock_stat", "r");
-	char line[256], key[96];
-	long long netns, global, found = -1;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%95s %lld %lld", key, &netns, &global) == 3 && !strcmp(key, name))
-			found = global;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 static pid_t run_peer(const struct sockaddr_storage *ss, const char *what)
 {
 	char addr[INET_ADDRSTRLEN], port[8], tool[512];
@@ -93,7 +79,7 @@ FIXTURE_TEARDOWN(hostile)
 
 TEST_F_TIMEOUT(hostile, kernel_survives, 90)
 {
-	long long violations = counter("peer_protocol_errors");
+	long long violations = rs_counter("peer_protocol_errors");
 	pid_t pid = run_peer(&self->ss, variant->what);
 	int c, s;
 	char buf[64];
@@ -101,7 +87,7 @@ TEST_F_TIMEOUT(hostile, kernel_survives, 90)
 	if (variant->rejected) {
 		ASSERT_EQ(0, peer_status(pid));
 		ASSERT_EQ(0, poll_one(self->lfd, POLLIN, 0));
-		ASSERT_EQ(violations + 1, counter("peer_protocol_errors"));
+		ASSERT_EQ(violations + 1, rs_counter("peer_protocol_errors"));
 	} else {
 		ASSERT_EQ(POLLIN, poll_one(self->lfd, POLLIN, 20000));
 		s = accept(self->lfd, NULL, NULL);
@@ -126,7 +112,7 @@ TEST_F_TIMEOUT(hostile, kernel_survives, 90)
 		ASSERT_EQ(variant->err, errno);
 		ASSERT_EQ(0, peer_status(pid));
 		if (variant->counted)
-			ASSERT_LT(violations, counter("peer_protocol_errors"));
+			ASSERT_LT(violations, rs_counter("peer_protocol_errors"));
 		ASSERT_EQ(-1, send(s, "x", 1, MSG_NOSIGNAL));
 		close(s);
 	}

@@ -175,4 +175,19 @@ static inline int read_all(int fd, void *buf, size_t len)
 	return 0;
 }
 
+/* A counter of /proc/net/rdmasock_stat ("name netns global"): this namespace's value, or -1. */
+static inline long long rs_counter(const char *name)
+{
+	FILE *f = fopen("/proc/net/rdmasock_stat", "r");
+	char line[256], key[96];
+	long long netns, global, found = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%95s %lld %lld", key, &netns, &global) == 3 && !strcmp(key, name))
+			found = netns;
+	if (f)
+		fclose(f);
+	return found;
+}
+
 #endif

@@ -13,21 +13,6 @@
 
 #define N_BYTES 100000
 
-static long long counter(const char *name)
-{
-	FILE *f = fopen("/proc/net/rdmasock_stat", "r");
-	char line[256], key[96];
-	long long netns, global, found = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%95s %lld %lld", key, &netns, &global) == 3 && !strcmp(key, name))
-			found = netns;
-	fclose(f);
-	return found;
-}
-
 /* The /proc/net/rdmasock line of the socket @fd (found by inode), or -1. */
 static int proc_line(int fd, char *out, size_t size)
 {
@@ -186,14 +171,14 @@ TEST(counters_count_and_reset)
 	int c, s, lfd, one = 1;
 	struct sockaddr_storage ss;
 	socklen_t len;
-	long long rdma = counter("connections_rdma"), forced = counter("fallback_forced");
-	long long peer_tcp = counter("fallback_peer_tcp"), sent = counter("bytes_sent");
+	long long rdma = rs_counter("connections_rdma"), forced = rs_counter("fallback_forced");
+	long long peer_tcp = rs_counter("fallback_peer_tcp"), sent = rs_counter("bytes_sent");
 	char line[512];
 
 	ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, AF_INET, &c, &s));
-	ASSERT_EQ(rdma + 2, counter("connections_rdma"));
+	ASSERT_EQ(rdma + 2, rs_counter("connections_rdma"));
 	ASSERT_EQ(3, send(c, "abc", 3, 0));
-	ASSERT_EQ(sent + 3, counter("bytes_sent"));
+	ASSERT_EQ(sent + 3, rs_counter("bytes_sent"));
 	close(c);
 	close(s);
 
@@ -202,8 +187,8 @@ TEST(counters_count_and_reset)
 	ASSERT_EQ(0, setsockopt(c, SOL_RDMASOCK, RDMASOCK_FORCE_TCP, &one, sizeof(one)));
 	ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
 	s = accept(lfd, NULL, NULL);
-	ASSERT_EQ(forced + 1, counter("fallback_forced"));
-	ASSERT_EQ(peer_tcp + 1, counter("fallback_peer_tcp"));
+	ASSERT_EQ(forced + 1, rs_counter("fallback_forced"));
+	ASSERT_EQ(peer_tcp + 1, rs_counter("fallback_peer_tcp"));
 	ASSERT_EQ(0, proc_line(c, line, sizeof(line)));
 	ASSERT_NE(NULL, strstr(line, " tcp forced ")) TH_LOG("%s", line);
 	ASSERT_EQ(0, proc_line(s, line, sizeof(line)));
@@ -233,8 +218,8 @@ TEST(counters_count_and_reset)
 	ASSERT_EQ(EINVAL, errno);
 	ASSERT_EQ(5, write(fd, "reset", 5));
 	close(fd);
-	ASSERT_EQ(0, counter("fallback_forced"));
-	ASSERT_EQ(0, counter("connections_rdma"));
+	ASSERT_EQ(0, rs_counter("fallback_forced"));
+	ASSERT_EQ(0, rs_counter("connections_rdma"));
 }
 
 static int write_file(const char *path, const char *s)
