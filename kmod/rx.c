@@ -8,6 +8,8 @@
  * that overflows the ring, a cursor that moves backwards or past what we sent, an unknown type or
  * opcode aborts the connection with EPROTO (counted), and never touches memory outside the ring.
  */
+#include <linux/module.h>
+#include <linux/sched/clock.h>
 #include <linux/uio.h>
 #include <net/tcp_states.h>
 #include "rdmasock.h"
@@ -209,12 +211,55 @@ static bool rs_rx_should_wake(struct rs_sock *rs, u64 pos)
 	       READ_ONCE(sk->sk_state) == TCP_CLOSE;
 }
 
+static unsigned int rs_busy_poll_us;
+module_param_named(busy_poll_us, rs_busy_poll_us, uint, 0644);
+MODULE_PARM_DESC(busy_poll_us, "spin this long for data before sleeping (0: off; SO_BUSY_POLL overrides)");
+
+static unsigned int rs_busy_poll_budget(struct rs_sock *rs)
+{
+#ifdef CONFIG_NET_RX_BUSY_POLL
+	unsigned int us = READ_ONCE(rs->sk.sk_ll_usec);
+
+	if (us)
+		return us;
+#endif
+	return READ_ONCE(rs_busy_poll_us);
+}
+
+/*
+ * Busy poll: watch for data a little before sleeping, which saves the wakeup on a fast path.  It
+ * yields at every turn (cond_resched): on a small machine the completion may need this very CPU
+ * (rxe runs its work there), and spinning without yielding would only delay it.
+ */
+static bool rs_rx_busy_poll(struct rs_sock *rs, long timeo, u64 pos)
+{
+	unsigned int us = rs_busy_poll_budget(rs);
+	u64 end;
+	bool ready;
+
+	if (!us || !timeo)
+		return false;
+	end = local_clock() + (u64)us * NSEC_PER_USEC;
+	release_sock(&rs->sk);
+	do {
+		ready = rs_rx_should_wake(rs, pos);
+		if (ready)
+			break;
+		cond_resched();
+		cpu_relax();
+	} while (local_clock() < end && !signal_pending(current));
+	lock_sock(&rs->sk);
+	return ready;
+}
+
 static int rs_rx_wait(struct rs_sock *rs, long *timeo, u64 pos)
 {
 	DEFINE_WAIT_FUNC(wait, woken_wake_function);
 	struct sock *sk = &rs->sk;
 
 	rs_rx_announce(rs, false);	/* retry one an SQ-full moment refused */
+	if (rs_rx_busy_poll(rs, *timeo, pos))
+		return 0;
 	add_wait_queue(sk_sleep(sk), &wait);
 	sk_wait_event(sk, timeo, rs_rx_should_wake(rs, pos), &wait);
 	remove_wait_queue(sk_sleep(sk), &wait);

@@ -25,6 +25,9 @@ struct rs_net {
 	struct rs_counters __percpu *cnt;
 };
 
+#define RS_PROC_HEADER \
+	"sl local_address remote_address st mode reason dev port lqpn rqpn tx_bytes rx_bytes rx_ring rx_queued tx_ring tx_queued uid inode\n"
+
 static unsigned int rs_net_id;
 static struct rs_counters __percpu *rs_global;
 static LIST_HEAD(rs_socks);
@@ -114,7 +117,8 @@ static int rs_stat_show(struct seq_file *seq, void *v)
 	seq_puts(seq, "counter netns global\n");
 	for (c = 0; c < RS_CNT_MAX; c++) {
 		if (c >= RS_CNT_FALLBACK && c < RS_CNT_FALLBACK + RDMASOCK_REASON_MAX)
-			snprintf(name, sizeof(name), "fallback_%s", rs_reason_names[c - RS_CNT_FALLBACK]);
+			snprintf(name, sizeof(name), "fallback_%s",
+				 rs_reason_names[c - RS_CNT_FALLBACK]);
 		else if (c >= RS_CNT_WC_ERR)
 			snprintf(name, sizeof(name), "wc_error_%s",
 				 ib_wc_status_msg(c - RS_CNT_WC_ERR));
@@ -266,8 +270,7 @@ static int rs_seq_show(struct seq_file *seq, void *v)
 	struct rs_sock *rs;
 
 	if (v == &rs_socks) {
-		seq_puts(seq, "sl local_address remote_address st mode reason dev port lqpn rqpn "
-			 "tx_bytes rx_bytes rx_ring rx_queued tx_ring tx_queued uid inode\n");
+		seq_puts(seq, RS_PROC_HEADER);
 		return 0;
 	}
 	rs = list_entry(v, struct rs_sock, proc_node);

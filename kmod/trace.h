@@ -13,30 +13,25 @@
 #include "rdmasock.h"
 
 DECLARE_EVENT_CLASS(rdmasock_sock,
-	TP_PROTO(struct rs_sock *rs),
-	TP_ARGS(rs),
-	TP_STRUCT__entry(
-		__field(const void *, sk)
-		__field(int, state)
-		__field(int, mode)
-		__field(int, reason)
-		__field(int, err)
-		__field(u32, lqpn)
-		__field(u32, rqpn)
-	),
-	TP_fast_assign(
-		__entry->sk = rs;
-		__entry->state = READ_ONCE(rs->sk.sk_state);
-		__entry->mode = READ_ONCE(rs->mode);
-		__entry->reason = READ_ONCE(rs->reason);
-		__entry->err = READ_ONCE(rs->sk.sk_err);
-		__entry->lqpn = rs->qp ? rs->qp->qp_num : 0;
-		__entry->rqpn = rs->remote_qpn;
-	),
-	TP_printk("sk=%p state=%d mode=%d reason=%d err=%d lqpn=%u rqpn=%u",
-		  __entry->sk, __entry->state, __entry->mode, __entry->reason, __entry->err,
-		  __entry->lqpn, __entry->rqpn)
-);
+		    TP_PROTO(struct rs_sock *rs),
+		    TP_ARGS(rs),
+		    TP_STRUCT__entry(__field(const void *, sk)
+				     __field(int, state)
+				     __field(int, mode)
+				     __field(int, reason)
+				     __field(int, err)
+				     __field(u32, lqpn)
+				     __field(u32, rqpn)),
+		    TP_fast_assign(__entry->sk = rs;
+				   __entry->state = READ_ONCE(rs->sk.sk_state);
+				   __entry->mode = READ_ONCE(rs->mode);
+				   __entry->reason = READ_ONCE(rs->reason);
+				   __entry->err = READ_ONCE(rs->sk.sk_err);
+				   __entry->lqpn = rs->qp ? rs->qp->qp_num : 0;
+				   __entry->rqpn = rs->remote_qpn;),
+		    TP_printk("sk=%p state=%d mode=%d reason=%d err=%d lqpn=%u rqpn=%u",
+			      __entry->sk, __entry->state, __entry->mode, __entry->reason,
+			      __entry->err, __entry->lqpn, __entry->rqpn));
 
 DEFINE_EVENT(rdmasock_sock, rdmasock_connect, TP_PROTO(struct rs_sock *rs), TP_ARGS(rs));
 DEFINE_EVENT(rdmasock_sock, rdmasock_established, TP_PROTO(struct rs_sock *rs), TP_ARGS(rs));

@@ -20,7 +20,7 @@ perf_pair() {	# perftest server + client, prints the client's output
 }
 
 echo "bench: ping-pong 64 B"
-for c in tcp rdma; do
+for c in tcp rdma rdma-busy; do
 	$b pingpong $c 64 3000 "$out/lat-$c.txt" >> "$j"
 done
 # ib_write_lat reports half a round trip.
