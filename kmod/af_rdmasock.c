@@ -687,16 +687,42 @@ static int rs_getsockopt(struct socket *sock, int level, int optname, char __use
 	return err;
 }
 
+/*
+ * A call on a socket whose connect is still in progress waits for the outcome first (as TCP waits
+ * in sk_stream_wait_connect), since that outcome may be a fallback to TCP.  Returns with lock_sock
+ * held, or an error (nonblocking: -EAGAIN) without it.
+ */
+static int rs_lock_connected(struct rs_sock *rs, bool nonblock)
+{
+	long timeo = nonblock ? 0 : MAX_SCHEDULE_TIMEOUT;
+	int err;
+
+	lock_sock(&rs->sk);
+	if (rs->sk.sk_state != TCP_SYN_SENT || rs_is_tcp(rs))
+		return 0;
+	err = rs_wait_connect(rs, &timeo);
+	if (err) {
+		release_sock(&rs->sk);
+		return err == -EINPROGRESS ? -EAGAIN : err;
+	}
+	return 0;
+}
+
 static int rs_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 {
 	struct rs_sock *rs = rs_sk(sock->sk);
 	int ret;
 
-	if (rs_is_tcp(rs))
-		return rs->tcp->ops->sendmsg(rs->tcp, msg, len);
-	if (msg->msg_flags & MSG_OOB)
+	if (msg->msg_flags & MSG_OOB && !rs_is_tcp(rs))
 		return -EOPNOTSUPP;
-	lock_sock(&rs->sk);
+	ret = rs_lock_connected(rs, msg->msg_flags & MSG_DONTWAIT);
+	if (ret)
+		return ret;
+	if (rs_is_tcp(rs)) {
+		release_sock(&rs->sk);
+		rs_tcp_sync(rs);
+		return rs->tcp->ops->sendmsg(rs->tcp, msg, len);
+	}
 	ret = rs_rdma_sendmsg(rs, msg, len);
 	release_sock(&rs->sk);
 	return ret;
@@ -707,11 +733,20 @@ static int rs_recvmsg(struct socket *sock, struct msghdr *msg, size_t len, int f
 	struct rs_sock *rs = rs_sk(sock->sk);
 	int ret;
 
-	if (rs_is_tcp(rs))
+	if (rs_is_tcp(rs)) {
+		rs_tcp_sync(rs);
 		return rs->tcp->ops->recvmsg(rs->tcp, msg, len, flags);
+	}
 	if (flags & MSG_OOB)
 		return -EINVAL;
-	lock_sock(&rs->sk);
+	ret = rs_lock_connected(rs, flags & MSG_DONTWAIT);
+	if (ret)
+		return ret;
+	if (rs_is_tcp(rs)) {
+		release_sock(&rs->sk);
+		rs_tcp_sync(rs);
+		return rs->tcp->ops->recvmsg(rs->tcp, msg, len, flags);
+	}
 	ret = rs_rdma_recvmsg(rs, msg, len, flags);
 	release_sock(&rs->sk);
 	return ret;

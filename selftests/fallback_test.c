@@ -231,6 +231,30 @@ TEST_F(fb, nonblocking_connect_falls_back_through_poll)
 	close(c);
 }
 
+TEST_F(fb, blocking_send_and_recv_during_connect_follow_the_fallback)
+{
+	int c, s;
+	char buf[4];
+
+	self->lfd = make_listener(CARRIER_TCP, variant->af, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
+	c = socket(rs_family_number(), SOCK_STREAM | SOCK_NONBLOCK, 0);
+	ASSERT_EQ(-1, connect(c, (struct sockaddr *)&self->ss, self->len));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(0, fcntl(c, F_SETFL, 0));
+	/* Issued while the RDMA attempt is still running: they wait for it, then go to TCP. */
+	ASSERT_EQ(4, send(c, "data", 4, 0));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(4, recv(s, buf, 4, MSG_WAITALL));
+	ASSERT_EQ(4, send(s, "back", 4, 0));
+	ASSERT_EQ(4, recv(c, buf, 4, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, "back", 4));
+	ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(c, RDMASOCK_MODE));
+	close(s);
+	close(c);
+}
+
 TEST_F(fb, unread_options_survive_fallback)
 {
 	struct timeval tv = { .tv_sec = 0, .tv_usec = 100000 };
