@@ -182,22 +182,27 @@ void rs_peer_ready(struct rs_sock *rs)
 int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
 {
 	struct sockaddr_storage src;
-	struct rdma_cm_id *id;
-	bool bound;
+	struct rdma_cm_id *id = rs->cm_id;
+	bool bound = false;
 	int err;
 
-	id = rdma_create_id(sock_net(&rs->sk), rs_cm_handler, rs, RDMA_PS_TCP, IB_QPT_RC);
-	if (IS_ERR(id)) {
-		if (rs->no_fallback)
-			return PTR_ERR(id);
-		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_RESOURCE);
+	/*
+	 * bind() gave the socket an id bound to its address and port already: connect from it.
+	 * Creating another would leave that one behind, pointing at this socket once it is freed.
+	 */
+	if (!id) {
+		id = rdma_create_id(sock_net(&rs->sk), rs_cm_handler, rs, RDMA_PS_TCP, IB_QPT_RC);
+		if (IS_ERR(id)) {
+			if (rs->no_fallback)
+				return PTR_ERR(id);
+			return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_RESOURCE);
+		}
+		bound = rs->tcp && inet_sk(rs->tcp->sk)->inet_num &&
+			kernel_getsockname(rs->tcp, (struct sockaddr *)&src) >= 0;
 	}
 	memcpy(&rs->peer_addr, addr, min_t(int, len, sizeof(rs->peer_addr)));
 	rs->peer_addr_len = len;
 	rs->flags = 0;
-	bound = rs->tcp && inet_sk(rs->tcp->sk)->inet_num;
-	if (bound && kernel_getsockname(rs->tcp, (struct sockaddr *)&src) < 0)
-		bound = false;
 	rs->cm_id = id;
 	rs->sk.sk_state = TCP_SYN_SENT;
 	trace_rdmasock_connect(rs);

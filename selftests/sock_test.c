@@ -655,6 +655,30 @@ TEST_F(lone, bind_conflicts_and_reuse)
 	ASSERT_EQ(EINVAL, errno);
 }
 
+TEST_F(lone, bind_then_connect_keeps_the_bound_port)
+{
+	struct sockaddr_storage ss, me, bound;
+	socklen_t len, l;
+	int lfd = make_listener(variant->carrier, variant->af, &ss, &len), s;
+	char c;
+
+	ASSERT_LE(0, lfd);
+	l = host_addr(variant->af, &bound, 0);
+	ASSERT_EQ(0, bind(self->fd, (struct sockaddr *)&bound, l));
+	ASSERT_EQ(0, getsockname(self->fd, (struct sockaddr *)&bound, &l));
+	ASSERT_NE(0, addr_port(&bound));
+	ASSERT_EQ(0, connect(self->fd, (struct sockaddr *)&ss, len));
+	ASSERT_TRUE(carried_as_expected(variant->carrier, self->fd));
+	l = sizeof(me);
+	ASSERT_EQ(0, getsockname(self->fd, (struct sockaddr *)&me, &l));
+	ASSERT_EQ(addr_port(&bound), addr_port(&me));
+	s = accept(lfd, NULL, NULL);
+	ASSERT_EQ(1, send(self->fd, "b", 1, 0));
+	ASSERT_EQ(1, recv(s, &c, 1, 0));
+	close(s);
+	close(lfd);
+}
+
 TEST_F(lone, nonblocking_connect_completes_through_poll)
 {
 	struct sockaddr_storage ss;
