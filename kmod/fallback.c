@@ -41,58 +41,41 @@ static void rs_tcp_mirror(struct rs_sock *rs, struct sock *tsk)
 		WRITE_ONCE(rs->sk.sk_state, READ_ONCE(tsk->sk_state));
 }
 
-static void rs_tcp_data_ready(struct sock *tsk)
+/* Run the TCP socket's own callback, then wake the rdmasock socket's waiters with @mask. */
+static void rs_tcp_forward(struct sock *tsk, enum rs_tcp_cb cb, __poll_t mask)
 {
 	struct rs_sock *rs;
 
 	read_lock_bh(&tsk->sk_callback_lock);
 	rs = rs_tcp_owner(tsk);
 	if (rs) {
-		rs->tcp_data_ready(tsk);
-		rs_wake(&rs->sk, EPOLLIN | EPOLLRDNORM);
+		rs->tcp_cb[cb](tsk);
+		if (cb == RS_TCP_STATE_CHANGE || cb == RS_TCP_ERROR_REPORT)
+			rs_tcp_mirror(rs, tsk);
+		rs_wake(&rs->sk, mask);
 	}
 	read_unlock_bh(&tsk->sk_callback_lock);
+}
+
+static void rs_tcp_data_ready(struct sock *tsk)
+{
+	rs_tcp_forward(tsk, RS_TCP_DATA_READY, EPOLLIN | EPOLLRDNORM);
 }
 
 static void rs_tcp_write_space(struct sock *tsk)
 {
-	struct rs_sock *rs;
-
-	read_lock_bh(&tsk->sk_callback_lock);
-	rs = rs_tcp_owner(tsk);
-	if (rs) {
-		rs->tcp_write_space(tsk);
-		rs_wake(&rs->sk, EPOLLOUT | EPOLLWRNORM);
-	}
-	read_unlock_bh(&tsk->sk_callback_lock);
+	rs_tcp_forward(tsk, RS_TCP_WRITE_SPACE, EPOLLOUT | EPOLLWRNORM);
 }
 
 static void rs_tcp_state_change(struct sock *tsk)
 {
-	struct rs_sock *rs;
-
-	read_lock_bh(&tsk->sk_callback_lock);
-	rs = rs_tcp_owner(tsk);
-	if (rs) {
-		rs->tcp_state_change(tsk);
-		rs_tcp_mirror(rs, tsk);
-		rs_wake(&rs->sk, EPOLLIN | EPOLLOUT | EPOLLHUP | EPOLLRDHUP | EPOLLERR);
-	}
-	read_unlock_bh(&tsk->sk_callback_lock);
+	rs_tcp_forward(tsk, RS_TCP_STATE_CHANGE,
+		       EPOLLIN | EPOLLOUT | EPOLLHUP | EPOLLRDHUP | EPOLLERR);
 }
 
 static void rs_tcp_error_report(struct sock *tsk)
 {
-	struct rs_sock *rs;
-
-	read_lock_bh(&tsk->sk_callback_lock);
-	rs = rs_tcp_owner(tsk);
-	if (rs) {
-		rs->tcp_error_report(tsk);
-		rs_tcp_mirror(rs, tsk);
-		rs_wake(&rs->sk, EPOLLERR);
-	}
-	read_unlock_bh(&tsk->sk_callback_lock);
+	rs_tcp_forward(tsk, RS_TCP_ERROR_REPORT, EPOLLERR);
 }
 
 /*
@@ -107,15 +90,12 @@ void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp)
 	write_lock_bh(&tsk->sk_callback_lock);
 	from = tsk->sk_data_ready == rs_tcp_data_ready ? rs_tcp_owner(tsk) : NULL;
 	if (from) {
-		rs->tcp_data_ready = from->tcp_data_ready;
-		rs->tcp_write_space = from->tcp_write_space;
-		rs->tcp_state_change = from->tcp_state_change;
-		rs->tcp_error_report = from->tcp_error_report;
+		memcpy(rs->tcp_cb, from->tcp_cb, sizeof(rs->tcp_cb));
 	} else {
-		rs->tcp_data_ready = tsk->sk_data_ready;
-		rs->tcp_write_space = tsk->sk_write_space;
-		rs->tcp_state_change = tsk->sk_state_change;
-		rs->tcp_error_report = tsk->sk_error_report;
+		rs->tcp_cb[RS_TCP_DATA_READY] = tsk->sk_data_ready;
+		rs->tcp_cb[RS_TCP_WRITE_SPACE] = tsk->sk_write_space;
+		rs->tcp_cb[RS_TCP_STATE_CHANGE] = tsk->sk_state_change;
+		rs->tcp_cb[RS_TCP_ERROR_REPORT] = tsk->sk_error_report;
 	}
 	tsk->sk_user_data = rs;
 	tsk->sk_data_ready = rs_tcp_data_ready;
@@ -137,10 +117,10 @@ void rs_tcp_detach(struct rs_sock *rs)
 	rs_tcp_sync(rs);
 	write_lock_bh(&tsk->sk_callback_lock);
 	if (tsk->sk_user_data == rs) {
-		tsk->sk_data_ready = rs->tcp_data_ready;
-		tsk->sk_write_space = rs->tcp_write_space;
-		tsk->sk_state_change = rs->tcp_state_change;
-		tsk->sk_error_report = rs->tcp_error_report;
+		tsk->sk_data_ready = rs->tcp_cb[RS_TCP_DATA_READY];
+		tsk->sk_write_space = rs->tcp_cb[RS_TCP_WRITE_SPACE];
+		tsk->sk_state_change = rs->tcp_cb[RS_TCP_STATE_CHANGE];
+		tsk->sk_error_report = rs->tcp_cb[RS_TCP_ERROR_REPORT];
 		tsk->sk_user_data = NULL;
 	}
 	write_unlock_bh(&tsk->sk_callback_lock);

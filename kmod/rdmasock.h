@@ -62,6 +62,14 @@ enum rs_ctrl {
 
 /* ---- the socket ---- */
 
+enum rs_tcp_cb {
+	RS_TCP_DATA_READY,
+	RS_TCP_WRITE_SPACE,
+	RS_TCP_STATE_CHANGE,
+	RS_TCP_ERROR_REPORT,
+	RS_TCP_NR_CB
+};
+
 /* A buffer of scattered pages seen as one range by the CPU (vmap) and by the HCA (an FRWR MR). */
 struct rs_ring {
 	void *buf;
@@ -162,11 +170,8 @@ struct rs_sock {
 	struct work_struct close_work;		/* close after release() */
 	wait_queue_head_t close_wait;		/* close_work waits here for FIN's completion */
 
-	/* Saved for the TCP socket created lazily (fallback.c). */
-	void (*tcp_data_ready)(struct sock *sk);
-	void (*tcp_write_space)(struct sock *sk);
-	void (*tcp_state_change)(struct sock *sk);
-	void (*tcp_error_report)(struct sock *sk);
+	/* The TCP socket's own callbacks, which ours wrap (fallback.c). */
+	void (*tcp_cb[RS_TCP_NR_CB])(struct sock *sk);
 };
 
 static inline struct rs_sock *rs_sk(const struct sock *sk)
