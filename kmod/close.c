@@ -143,7 +143,8 @@ void rs_release(struct rs_sock *rs)
 	struct sock *sk = &rs->sk;
 	bool rdma;
 
-	cancel_delayed_work_sync(&rs->connect_work);
+	if (cancel_delayed_work_sync(&rs->connect_work))
+		sock_put(sk);	/* the pending work's reference */
 	lock_sock(sk);
 	if (sk->sk_state == TCP_LISTEN || rs->mode == RDMASOCK_MODE_LISTEN)
 		rs_cm_listener_close(rs);

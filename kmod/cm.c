@@ -12,6 +12,8 @@
 #include <linux/in6.h>
 #include <net/tcp_states.h>
 #include <net/inet_sock.h>
+#include <net/ipv6.h>
+#include <linux/inetdevice.h>
 #include <rdma/ib_cm.h>
 #include "rdmasock.h"
 #include "trace.h"
@@ -109,6 +111,17 @@ static void rs_conn_param(struct rdma_conn_param *p, struct rs_hello *h)
 
 /* ---- active side ---- */
 
+/*
+ * (Re)arm connect_work.  A queued connect_work holds a socket reference, so a CM event that comes
+ * while the socket is being closed can never run it on freed memory.
+ */
+static void rs_connect_work_arm(struct rs_sock *rs, unsigned long delay)
+{
+	sock_hold(&rs->sk);
+	if (mod_delayed_work(rs_wq, &rs->connect_work, delay))
+		sock_put(&rs->sk);	/* it was pending already, with its reference */
+}
+
 static void rs_connect_done(struct rs_sock *rs, int result, int reason)
 {
 	spin_lock_bh(&rs->lock);
@@ -118,7 +131,7 @@ static void rs_connect_done(struct rs_sock *rs, int result, int reason)
 			rs->reason = reason;
 	}
 	spin_unlock_bh(&rs->lock);
-	mod_delayed_work(rs_wq, &rs->connect_work, 0);
+	rs_connect_work_arm(rs, 0);
 }
 
 /* Both our ESTABLISHED and the peer's READY are needed before data may flow. */
@@ -179,12 +192,36 @@ void rs_peer_ready(struct rs_sock *rs)
 	rs_check_connected(rs);
 }
 
+/*
+ * Loopback and unspecified destinations have no RDMA path.  rdma_cm would still try some of them
+ * (::1, or 127.0.0.1 from an id bound to 0.0.0.0, go through its loopback resolution) and send CM
+ * MADs nowhere; in a test VM such attempts left rxe's CM path unable to deliver any REQ after.
+ */
+static bool rs_no_rdma_path(const struct sockaddr *addr)
+{
+	const struct sockaddr_in6 *sin6 = (const void *)addr;
+	__be32 a4 = ((const struct sockaddr_in *)addr)->sin_addr.s_addr;
+
+	if (addr->sa_family == AF_INET)
+		return ipv4_is_loopback(a4) || ipv4_is_zeronet(a4) || ipv4_is_multicast(a4) ||
+		       ipv4_is_lbcast(a4);
+	return ipv6_addr_loopback(&sin6->sin6_addr) || ipv6_addr_any(&sin6->sin6_addr) ||
+	       ipv6_addr_is_multicast(&sin6->sin6_addr) ||
+	       ipv6_addr_v4mapped(&sin6->sin6_addr);
+}
+
 int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
 {
 	struct sockaddr_storage src;
 	struct rdma_cm_id *id = rs->cm_id;
 	bool bound = false;
 	int err;
+
+	if (rs_no_rdma_path(addr)) {
+		if (rs->no_fallback)
+			return -ENETUNREACH;
+		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_NO_DEVICE);
+	}
 
 	/*
 	 * bind() gave the socket an id bound to its address and port already: connect from it.
@@ -218,7 +255,7 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
 		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_NO_DEVICE);
 	}
 	/* The timer bounds the whole set-up: a peer without RDMA makes rdma_cm retry for ~90 s. */
-	queue_delayed_work(rs_wq, &rs->connect_work, msecs_to_jiffies(rs_connect_timeout_ms));
+	rs_connect_work_arm(rs, msecs_to_jiffies(rs_connect_timeout_ms));
 	return 0;
 }
 
@@ -241,7 +278,9 @@ void rs_connect_work(struct work_struct *work)
 	int err, reason;
 
 	lock_sock(sk);
-	if (sk->sk_state != TCP_SYN_SENT || rs->mode != RDMASOCK_MODE_NONE)
+	/* Closed meanwhile (close() tears the attempt down), or decided already. */
+	if (sock_flag(sk, SOCK_DEAD) || sk->sk_state != TCP_SYN_SENT ||
+	    rs->mode != RDMASOCK_MODE_NONE)
 		goto out;
 	rs_connect_done_timeout(rs);
 	err = rs->cm_result;
@@ -268,6 +307,7 @@ void rs_connect_work(struct work_struct *work)
 	sk_error_report(sk);
 out:
 	release_sock(sk);
+	sock_put(sk);
 }
 
 /* ---- passive side ---- */

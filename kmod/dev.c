@@ -69,7 +69,8 @@ static void rs_dev_remove(struct ib_device *ibdev, void *client_data)
 	}
 	mutex_unlock(&rs_dev_lock);
 	if (n) {
-		rs_count(NULL, RS_CNT_DEV_REMOVAL);
+		/* RDMA devices live in the initial namespace. */
+		rs_count(&init_net, RS_CNT_DEV_REMOVAL);
 		pr_info("rdmasock: %s going away: resetting %u connection(s)\n",
 			dev_name(&ibdev->dev), n);
 	}
