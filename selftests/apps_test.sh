@@ -159,6 +159,29 @@ st=$?
 check "policy: denied destination runs over TCP" 0 4 $st
 stop_all
 
+# Policy errors are reported with their rule / line number, and the program still runs.
+printf 'allow port=5000\nbogus rule\ndeny dst=300.1.1.1\n' > "$work/policy"
+out=$(RDMASOCK_POLICY='deny port=99999' "$top/build/userlib/rdmasock-run" -q -f "$work/policy" -- true 2>&1)
+st=$?
+if [ $st = 0 ] && grep -q 'RDMASOCK_POLICY rule 1: bad port' <<< "$out" &&
+	grep -q "policy:2: expected allow" <<< "$out" && grep -q "policy:3: bad address" <<< "$out"; then
+	ok "policy errors reported with rule and line numbers"
+else
+	not_ok "policy errors reported with rule and line numbers" "status $st" "$out"
+fi
+
+# rmmod is refused while an rdmasock socket is open (the socket pins the module).
+fam=$(cat /sys/module/rdmasock/parameters/family)
+if python3 -c "
+import socket, subprocess, sys
+s = socket.socket($fam, socket.SOCK_STREAM)
+r = subprocess.run(['rmmod', 'rdmasock'], capture_output=True)
+sys.exit(0 if r.returncode != 0 else 1)" && [ -d /sys/module/rdmasock ]; then
+	ok "rmmod refused while a socket is open"
+else
+	not_ok "rmmod refused while a socket is open"
+fi
+
 echo "1..$n"
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
 [ "$fail" = 0 ]
