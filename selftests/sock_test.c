@@ -398,6 +398,19 @@ TEST_F(pair, rcvtimeo)
 	ASSERT_EQ(EAGAIN, errno);
 }
 
+TEST_F(pair, sndtimeo_on_a_full_connection)
+{
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
+	static char buf[65536];
+
+	while (send(self->cfd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+	ASSERT_EQ(-1, send(self->cfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(EAGAIN, errno);
+}
+
 TEST_F(pair, connected_again_eisconn)
 {
 	struct sockaddr_storage ss;
@@ -736,6 +749,44 @@ TEST_F(lone, accept_in_arrival_order_and_nonblocking)
 		ASSERT_EQ(addr_port(&me), addr_port(&peer));
 		close(s);
 		close(c[i]);
+	}
+	close(lfd);
+}
+
+TEST_F(lone, pre_fork_children_accept_from_one_listener)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd = make_listener(variant->carrier, variant->af, &ss, &len), status;
+	pid_t kids[2];
+
+	ASSERT_LE(0, lfd);
+	for (int i = 0; i < 2; i++) {
+		kids[i] = fork();
+		ASSERT_LE(0, kids[i]);
+		if (!kids[i]) {
+			int s = accept(lfd, NULL, NULL);
+			char c;
+
+			if (s < 0 || !carried_as_expected(variant->carrier, s) || recv(s, &c, 1, 0) != 1 ||
+			    send(s, &c, 1, 0) != 1)
+				_exit(1);
+			_exit(0);
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		int c = socket(carrier_family(variant->carrier, variant->af), SOCK_STREAM, 0);
+		char ch = 'a' + i;
+
+		ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+		ASSERT_EQ(1, send(c, &ch, 1, 0));
+		ASSERT_EQ(1, recv(c, &ch, 1, 0));
+		ASSERT_EQ('a' + i, ch);
+		close(c);
+	}
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(kids[i], waitpid(kids[i], &status, 0));
+		ASSERT_EQ(0, status);
 	}
 	close(lfd);
 }
