@@ -132,7 +132,7 @@ static long long stream_check(int fd, size_t len, unsigned int seed)
 TEST_F(pair, large_transfer_in_order)
 {
 	/* Far larger than any ring, in odd-sized writes, so the cursors wrap many times. */
-	struct stream_arg a = { .fd = self->cfd, .len = 24 << 20, .seed = 7, .chunk = 77777 };
+	struct stream_arg a = { .fd = self->cfd, .len = scaled(24 << 20), .seed = 7, .chunk = 77777 };
 	pthread_t t;
 	char c;
 
@@ -146,8 +146,8 @@ TEST_F(pair, large_transfer_in_order)
 
 TEST_F(pair, both_directions_at_once)
 {
-	struct stream_arg a = { .fd = self->cfd, .len = 6 << 20, .seed = 1, .chunk = 4096 };
-	struct stream_arg b = { .fd = self->sfd, .len = 6 << 20, .seed = 2, .chunk = 100000 };
+	struct stream_arg a = { .fd = self->cfd, .len = scaled(6 << 20), .seed = 1, .chunk = 4096 };
+	struct stream_arg b = { .fd = self->sfd, .len = scaled(6 << 20), .seed = 2, .chunk = 100000 };
 	pthread_t ta, tb;
 
 	ASSERT_EQ(0, pthread_create(&ta, NULL, stream_writer, &a));

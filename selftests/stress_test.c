@@ -10,7 +10,7 @@
 #include "kselftest_harness.h"
 
 #define CONNS		12
-#define BYTES_EACH	(3 << 20)
+#define BYTES_EACH	scaled(3 << 20)
 
 struct dir {
 	int wfd, rfd;
