@@ -8,32 +8,33 @@
  * by the time rdma_cm sends DEVICE_REMOVAL, our connections have destroyed their cm_ids already.
  */
 #include <linux/list.h>
-#include <linux/mutex.h>
+#include <linux/spinlock.h>
 #include <linux/wait.h>
 #include "rdmasock.h"
 
 static LIST_HEAD(rs_dev_socks);
-static DEFINE_MUTEX(rs_dev_lock);
+/* A spinlock, not a mutex: remove() tests the list inside a wait_event() condition. */
+static DEFINE_SPINLOCK(rs_dev_lock);
 static DECLARE_WAIT_QUEUE_HEAD(rs_dev_wait);
 
 int rs_dev_attach(struct rs_sock *rs, struct ib_device *ibdev)
 {
-	mutex_lock(&rs_dev_lock);
+	spin_lock_bh(&rs_dev_lock);
 	rs->ibdev = ibdev;
 	strscpy(rs->devname, dev_name(&ibdev->dev), sizeof(rs->devname));
 	list_add_tail(&rs->dev_node, &rs_dev_socks);
-	mutex_unlock(&rs_dev_lock);
+	spin_unlock_bh(&rs_dev_lock);
 	return 0;
 }
 
 void rs_dev_detach(struct rs_sock *rs)
 {
-	mutex_lock(&rs_dev_lock);
+	spin_lock_bh(&rs_dev_lock);
 	if (rs->ibdev) {
 		list_del_init(&rs->dev_node);
 		rs->ibdev = NULL;
 	}
-	mutex_unlock(&rs_dev_lock);
+	spin_unlock_bh(&rs_dev_lock);
 	wake_up_all(&rs_dev_wait);
 }
 
@@ -42,11 +43,11 @@ static bool rs_dev_in_use(struct ib_device *ibdev)
 	struct rs_sock *rs;
 	bool used = false;
 
-	mutex_lock(&rs_dev_lock);
+	spin_lock_bh(&rs_dev_lock);
 	list_for_each_entry(rs, &rs_dev_socks, dev_node)
 		if (rs->ibdev == ibdev)
 			used = true;
-	mutex_unlock(&rs_dev_lock);
+	spin_unlock_bh(&rs_dev_lock);
 	return used;
 }
 
@@ -60,14 +61,14 @@ static void rs_dev_remove(struct ib_device *ibdev, void *client_data)
 	struct rs_sock *rs;
 	unsigned int n = 0;
 
-	mutex_lock(&rs_dev_lock);
+	spin_lock_bh(&rs_dev_lock);
 	list_for_each_entry(rs, &rs_dev_socks, dev_node) {
 		if (rs->ibdev != ibdev)
 			continue;
 		rs_abort(rs, -ENETDOWN);
 		n++;
 	}
-	mutex_unlock(&rs_dev_lock);
+	spin_unlock_bh(&rs_dev_lock);
 	if (n) {
 		/* RDMA devices live in the initial namespace. */
 		rs_count(&init_net, RS_CNT_DEV_REMOVAL);
