@@ -51,11 +51,6 @@ static bool rs_dev_in_use(struct ib_device *ibdev)
 	return used;
 }
 
-static int rs_dev_add(struct ib_device *ibdev)
-{
-	return 0;
-}
-
 static void rs_dev_remove(struct ib_device *ibdev, void *client_data)
 {
 	struct rs_sock *rs;
@@ -81,7 +76,7 @@ static void rs_dev_remove(struct ib_device *ibdev, void *client_data)
 
 static struct ib_client rs_ib_client = {
 	.name = "rdmasock",
-	.add = rs_dev_add,
+	/* No .add: nothing is kept per device; sockets attach when they create a QP. */
 	.remove = rs_dev_remove,
 };
 
