@@ -104,11 +104,17 @@ void rs_ring_reg_wr(struct rs_ring *ring, struct ib_reg_wr *wr, int access)
  */
 void rs_ring_sync(struct rs_ring *ring, u32 off, u32 len, bool for_cpu)
 {
-	struct scatterlist *sg;
+	struct scatterlist *sg = ring->sgl;
 	u32 pos = 0;
-	int i;
+	int i = 0;
 
-	for_each_sg(ring->sgl, sg, ring->nents, i) {
+	/* Unmerged mapping (the usual case): jump to the first page instead of walking to it. */
+	if (ring->nents == ring->npages) {
+		i = off >> PAGE_SHIFT;
+		sg += i;
+		pos = i << PAGE_SHIFT;
+	}
+	for (; i < ring->nents; i++, sg = sg_next(sg)) {
 		u32 slen = sg_dma_len(sg), from, to;
 
 		if (pos + slen > off && pos < off + len) {
