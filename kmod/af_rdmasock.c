@@ -86,6 +86,8 @@ struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern)
 	INIT_DELAYED_WORK(&rs->connect_work, rs_connect_work);
 	INIT_WORK(&rs->teardown_work, rs_teardown_work);
 	INIT_WORK(&rs->close_work, rs_close_work);
+	rs_keepalive_init(rs);
+	rs_tx_init(rs);
 	init_waitqueue_head(&rs->close_wait);
 	rs->no_fallback = !rs_fallback_default;
 	rs_count(net, RS_CNT_SOCKETS);
@@ -482,7 +484,7 @@ static int rs_ioctl(struct socket *sock, unsigned int cmd, unsigned long arg)
 		if (rs->sk.sk_state == TCP_LISTEN)
 			return -EINVAL;
 		spin_lock_bh(&rs->lock);
-		val = rs->tx_prod - rs->tx_acked;
+		val = rs->tx_staged - rs->tx_acked;
 		spin_unlock_bh(&rs->lock);
 		break;
 	default:
@@ -573,6 +575,12 @@ static int rs_setsockopt(struct socket *sock, int level, int optname, sockptr_t 
 
 		rs->nodelay = !!(tp->nonagle & TCP_NAGLE_OFF);
 		rs->cork = !!(tp->nonagle & TCP_NAGLE_CORK);
+		rs_keepalive_params(rs, tp);
+		if (optname == TCP_KEEPIDLE)
+			rs_keepalive_update(rs);
+		/* As TCP: uncorking, or setting TCP_NODELAY, sends what was held back. */
+		if (!rs->cork && rs->mode == RDMASOCK_MODE_RDMA)
+			rs_tx_push(rs);
 	}
 out:
 	release_sock(&rs->sk);
@@ -596,7 +604,7 @@ static void rs_fill_info(struct rs_sock *rs, struct rdmasock_info *info)
 	info->bytes_sent = rs->bytes_sent;
 	info->bytes_received = rs->bytes_received;
 	info->rx_queued = rs->rx_prod - rs->rx_cons;
-	info->tx_queued = rs->tx_prod - rs->tx_acked;
+	info->tx_queued = rs->tx_staged - rs->tx_acked;
 	info->protocol_errors = rs->proto_errors;
 	spin_unlock_bh(&rs->lock);
 }
@@ -796,6 +804,7 @@ struct proto rs_proto = {
 	.name = "RDMASOCK",
 	.owner = THIS_MODULE,
 	.obj_size = sizeof(struct rs_sock),
+	.keepalive = rs_keepalive_set,
 };
 
 static int __init rs_init(void)

@@ -57,6 +57,8 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 
 	trace_rdmasock_teardown(rs);
 	rs_mark_dying(rs, in_handler);
+	rs_keepalive_stop(rs);
+	rs_tx_stop(rs);
 	if (rs->cm_id && rs->qp && !in_handler)
 		rdma_disconnect(rs->cm_id);
 	rs_qp_destroy(rs);
@@ -91,11 +93,13 @@ static bool rs_rdma_live(struct rs_sock *rs)
 	return test_bit(RS_F_RDMA_UP, &rs->flags) && !test_bit(RS_F_ABORTED, &rs->flags);
 }
 
-static int rs_send_fin(struct rs_sock *rs)
+/* FIN follows the last staged byte: rs_tx_push() sends it once they are all posted. */
+int rs_send_fin(struct rs_sock *rs)
 {
-	if (!rs_rdma_live(rs) || test_and_set_bit(RS_F_FIN_SENT, &rs->flags))
+	if (!rs_rdma_live(rs) || test_and_set_bit(RS_F_FIN_PENDING, &rs->flags))
 		return 0;
-	return rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_FIN, true);
+	rs_tx_push(rs);
+	return 0;
 }
 
 int rs_shutdown(struct rs_sock *rs, int how)

@@ -290,6 +290,7 @@ void rs_connect_work(struct work_struct *work)
 		sk->sk_state = TCP_ESTABLISHED;
 		rs_count(sock_net(sk), RS_CNT_CONN_RDMA);
 		trace_rdmasock_established(rs);
+		rs_keepalive_update(rs);
 		rs_wake(sk, EPOLLOUT | EPOLLWRNORM);
 		goto out;
 	}
@@ -373,6 +374,11 @@ static struct rs_sock *rs_child_alloc(struct rs_sock *listener, struct rdma_cm_i
 	child->sk.sk_userlocks = listener->sk.sk_userlocks;
 	child->nodelay = listener->nodelay;
 	child->no_fallback = listener->no_fallback;
+	/* As a TCP child, it inherits the listener's keepalive settings. */
+	sock_valbool_flag(&child->sk, SOCK_KEEPOPEN, sock_flag(&listener->sk, SOCK_KEEPOPEN));
+	child->ka_time = READ_ONCE(listener->ka_time);
+	child->ka_intvl = READ_ONCE(listener->ka_intvl);
+	child->ka_probes = READ_ONCE(listener->ka_probes);
 	sock_hold(&listener->sk);
 	child->parent = listener;
 	child->cm_id = id;
@@ -481,6 +487,7 @@ static void rs_cm_child_established(struct rs_sock *child)
 	if (queued) {
 		rs_count(sock_net(&child->sk), RS_CNT_CONN_RDMA);
 		trace_rdmasock_accept(child);
+		rs_keepalive_update(child);
 		rs_wake(&listener->sk, EPOLLIN | EPOLLRDNORM);
 	}
 }

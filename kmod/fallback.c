@@ -148,8 +148,18 @@ static void rs_tcp_sync_sk(struct sock *sk, struct sock *tsk)
 		sock_valbool_flag(tsk, SOCK_LINGER, sock_flag(sk, SOCK_LINGER));
 		release_sock(tsk);
 	}
-	if (sock_flag(sk, SOCK_KEEPOPEN) && !sock_flag(tsk, SOCK_KEEPOPEN))
-		sock_set_keepalive(tsk);
+	if (sock_flag(sk, SOCK_KEEPOPEN) != sock_flag(tsk, SOCK_KEEPOPEN))
+		rs_tcp_set_keepalive(tsk, sock_flag(sk, SOCK_KEEPOPEN));
+}
+
+/* SO_KEEPALIVE on the TCP socket, as sk_setsockopt() does it. */
+void rs_tcp_set_keepalive(struct sock *tsk, bool on)
+{
+	lock_sock(tsk);
+	if (tsk->sk_prot->keepalive)
+		tsk->sk_prot->keepalive(tsk, on);
+	sock_valbool_flag(tsk, SOCK_KEEPOPEN, on);
+	release_sock(tsk);
 }
 
 void rs_tcp_sync(struct rs_sock *rs)

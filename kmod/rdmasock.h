@@ -54,6 +54,8 @@ enum rs_ctrl {
 	RS_CTRL_READY = 1,	/* my rings are registered: you may write */
 	RS_CTRL_FIN = 2,	/* I will send no more data */
 	RS_CTRL_RESET = 3,	/* abort: I discarded data, as a TCP RST */
+	RS_CTRL_KEEPALIVE = 4,	/* probe: the RC acknowledgement is the answer, no reply */
+	RS_CTRL_WANT_CONSUMED = 5,	/* my window is small: report consumption at once */
 };
 
 #define RS_RING_MIN		(16U << 10)
@@ -98,6 +100,10 @@ enum rs_flag {
 	RS_F_DISCONNECTED,	/* CM said the connection is gone */
 	RS_F_CM_EST,		/* CM ESTABLISHED handled (rings registered, READY posted) */
 	RS_F_ABORTED,		/* rs_abort() ran: the error is final */
+	RS_F_FIN_PENDING,	/* FIN goes out once every staged byte is posted */
+	RS_F_TX_BLOCKED,	/* a writer waits for the peer to free ring space */
+	RS_F_WANT_SENT,		/* WANT_CONSUMED sent, no CONSUMED since */
+	RS_F_PEER_WANTS,	/* peer sent WANT_CONSUMED: report the next consumption */
 };
 
 struct rs_sock {
@@ -145,6 +151,7 @@ struct rs_sock {
 	u64 rx_prod;			/* bytes the peer has placed in rx */
 	u64 rx_cons;			/* bytes the reader has consumed */
 	u64 rx_announced;		/* consumption last told to the peer */
+	u64 tx_staged;			/* bytes copied into the staging ring (>= tx_prod) */
 	u64 tx_prod;			/* bytes placed in the peer's ring */
 	u64 tx_acked;			/* bytes the peer says it consumed */
 	u32 sq_posted;			/* WRs posted */
@@ -164,7 +171,18 @@ struct rs_sock {
 	struct list_head ready_q;	/* established children waiting for accept() */
 	unsigned int queued;		/* pending + ready */
 
+	/* Keepalive (keepalive.c). */
+	struct delayed_work keepalive_work;
+	unsigned long ka_last;		/* jiffies of the last completion: the peer was alive */
+	u32 ka_seen;			/* completions so far (moves on every sign of life) */
+	u32 ka_seen_at_probe;		/* ka_seen when the last probe went out */
+	u32 ka_time;			/* TCP_KEEPIDLE in jiffies, 0: the netns default */
+	u32 ka_intvl;			/* TCP_KEEPINTVL in jiffies, 0: the netns default */
+	u8 ka_probes;			/* TCP_KEEPCNT, 0: the netns default */
+	u8 ka_unanswered;		/* probes sent since the last sign of life */
+
 	/* Deferred work, run on rs_wq. */
+	struct delayed_work push_work;		/* corked bytes: the 200 ms ceiling; SQ-full retry */
 	struct delayed_work connect_work;	/* connect outcome, fallback, timeout */
 	struct work_struct teardown_work;	/* device removal, child abort */
 	struct work_struct close_work;		/* close after release() */
@@ -219,8 +237,12 @@ void rs_qp_destroy(struct rs_sock *rs);
 int rs_post_reg(struct rs_sock *rs);
 int rs_post_ready(struct rs_sock *rs);
 int rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled);
+int __rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled);
 int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len);
 bool rs_tx_idle(struct rs_sock *rs);
+void rs_tx_push(struct rs_sock *rs);
+void rs_tx_init(struct rs_sock *rs);
+void rs_tx_stop(struct rs_sock *rs);
 u32 rs_tx_space(struct rs_sock *rs);
 
 /* rx.c */
@@ -231,12 +253,29 @@ void rs_rx_announce(struct rs_sock *rs, bool force);
 
 /* close.c */
 int rs_shutdown(struct rs_sock *rs, int how);
+int rs_send_fin(struct rs_sock *rs);
 void rs_release(struct rs_sock *rs);
 void rs_teardown_rdma(struct rs_sock *rs, bool in_handler);
 void rs_close_work(struct work_struct *work);
 void rs_teardown_work(struct work_struct *work);
 
+/* keepalive.c */
+/* A successful completion: the peer's HCA answered.  Racing updates all move it: good enough. */
+static inline void rs_peer_alive(struct rs_sock *rs)
+{
+	WRITE_ONCE(rs->ka_last, jiffies);
+	WRITE_ONCE(rs->ka_seen, READ_ONCE(rs->ka_seen) + 1);
+}
+
+void rs_keepalive_init(struct rs_sock *rs);
+void rs_keepalive_update(struct rs_sock *rs);
+void rs_keepalive_persist(struct rs_sock *rs);
+void rs_keepalive_stop(struct rs_sock *rs);
+void rs_keepalive_params(struct rs_sock *rs, const struct tcp_sock *tp);
+void rs_keepalive_set(struct sock *sk, int on);
+
 /* fallback.c */
+void rs_tcp_set_keepalive(struct sock *tsk, bool on);
 int rs_tcp_ensure(struct rs_sock *rs, int family);
 int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int reason);
 void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp);
@@ -259,6 +298,8 @@ enum rs_counter {
 	RS_CNT_PROTO_ERR,
 	RS_CNT_QP_FATAL,
 	RS_CNT_DEV_REMOVAL,
+	RS_CNT_KEEPALIVE_PROBE,
+	RS_CNT_KEEPALIVE_TIMEOUT,
 	RS_CNT_WC_ERR,		/* + ib_wc_status: RS_CNT_WC_ERR + status */
 	RS_CNT_MAX = RS_CNT_WC_ERR + IB_WC_GENERAL_ERR + 1
 };

@@ -74,8 +74,11 @@ static int rs_rx_consumed(struct rs_sock *rs, u32 cursor)
 	else
 		rs->tx_acked += delta;
 	spin_unlock(&rs->lock);
-	if (!err && delta)
+	if (!err && delta) {
+		clear_bit(RS_F_TX_BLOCKED, &rs->flags);	/* the window moved: no persist probes */
+		clear_bit(RS_F_WANT_SENT, &rs->flags);
 		rs->sk.sk_write_space(&rs->sk);
+	}
 	return err;
 }
 
@@ -102,6 +105,12 @@ static int rs_rx_ctrl(struct rs_sock *rs, u32 code)
 		return 0;
 	case RS_CTRL_RESET:
 		rs_abort(rs, -ECONNRESET);
+		return 0;
+	case RS_CTRL_KEEPALIVE:
+		return 0;	/* its completion at the sender is the answer */
+	case RS_CTRL_WANT_CONSUMED:
+		set_bit(RS_F_PEER_WANTS, &rs->flags);
+		rs_rx_announce(rs, true);
 		return 0;
 	default:
 		return -EPROTO;
@@ -132,6 +141,7 @@ static void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	if (test_bit(RS_F_ABORTED, &rs->flags))
 		return;
+	rs_peer_alive(rs);
 	rs_count(sock_net(&rs->sk), RS_CNT_COMPLETIONS);
 	rs_post_recvs(rs, 1);
 	imm = be32_to_cpu(wc->ex.imm_data);
@@ -169,8 +179,10 @@ u32 rs_rx_avail(struct rs_sock *rs)
 
 /*
  * Tell the peer how far we have read, in steps of a quarter ring.  That is enough to never stall
- * the writer: it blocks only on a full ring, and a reader that drained a full ring has a whole
- * ring to announce.  @force announces any progress.
+ * a writer whose window is the whole ring: it blocks only on a full ring, and a reader that
+ * drained a full ring has a whole ring to announce.  A writer with a smaller window (SO_SNDBUF)
+ * asks with WANT_CONSUMED, and then any progress is announced.  @force announces any progress.
+ * From any context (the WANT_CONSUMED handler runs in softirq): rs->lock guards it all.
  */
 void rs_rx_announce(struct rs_sock *rs, bool force)
 {
@@ -178,11 +190,14 @@ void rs_rx_announce(struct rs_sock *rs, bool force)
 
 	spin_lock_bh(&rs->lock);
 	cons = rs->rx_cons;
-	spin_unlock_bh(&rs->lock);
-	if (cons == rs->rx_announced || (!force && cons - rs->rx_announced < rs->rx.size / 4))
-		return;
-	if (!rs_send_ctrl(rs, RS_IMM_CONSUMED, (u32)cons, false))
+	if (test_bit(RS_F_PEER_WANTS, &rs->flags))
+		force = true;
+	if (cons != rs->rx_announced && (force || cons - rs->rx_announced >= rs->rx.size / 4) &&
+	    !__rs_send_ctrl(rs, RS_IMM_CONSUMED, (u32)cons, false)) {
 		rs->rx_announced = cons;
+		clear_bit(RS_F_PEER_WANTS, &rs->flags);
+	}
+	spin_unlock_bh(&rs->lock);
 }
 
 /* Copy @len bytes at ring position @pos (a byte count since the start) to the reader. */

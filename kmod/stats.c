@@ -63,6 +63,8 @@ static const char * const rs_counter_names[RS_CNT_WC_ERR] = {
 	[RS_CNT_PROTO_ERR] = "peer_protocol_errors",
 	[RS_CNT_QP_FATAL] = "qp_fatal_events",
 	[RS_CNT_DEV_REMOVAL] = "device_removals",
+	[RS_CNT_KEEPALIVE_PROBE] = "keepalive_probes",
+	[RS_CNT_KEEPALIVE_TIMEOUT] = "keepalive_timeouts",
 };
 
 /* ---- counters ---- */
@@ -227,7 +229,7 @@ static void rs_seq_show_sock(struct seq_file *seq, struct rs_sock *rs, int idx)
 	sent = rs->bytes_sent;
 	rcvd = rs->bytes_received;
 	rxq = rs->rx_prod - rs->rx_cons;
-	txq = rs->tx_prod - rs->tx_acked;
+	txq = rs->tx_staged - rs->tx_acked;
 	spin_unlock(&rs->lock);
 	if (tsk) {
 		rs_tcp_addrs(tsk, &l, &r);

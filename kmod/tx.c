@@ -103,6 +103,12 @@ void rs_qp_destroy(struct rs_sock *rs)
 	rs->txc = NULL;
 }
 
+/* A peer that stopped acknowledging timed out, as TCP's retransmissions would; the rest is a reset. */
+static int rs_wc_errno(enum ib_wc_status status)
+{
+	return status == IB_WC_RETRY_EXC_ERR ? -ETIMEDOUT : -ECONNRESET;
+}
+
 static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rs_txctx *ctx = container_of(wc->wr_cqe, struct rs_txctx, cqe);
@@ -118,10 +124,11 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		/* The QP is in error: nothing more will complete, writes fail from now on. */
 		set_bit(RS_F_DISCONNECTED, &rs->flags);
 		if (!test_bit(RS_F_PEER_FIN, &rs->flags))
-			rs_abort(rs, -ECONNRESET);
+			rs_abort(rs, rs_wc_errno(wc->status));
 		wake_up_all(&rs->close_wait);
 		return;
 	}
+	rs_peer_alive(rs);
 	rs_count(sock_net(&rs->sk), RS_CNT_COMPLETIONS);
 	spin_lock(&rs->lock);
 	/* A signaled WR retires every WR posted before it (RC send queues complete in order). */
@@ -133,24 +140,22 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /*
- * Post one WR.  Serialised by rs->lock: ib_drain_qp() must never race a post.  A data WR moves
- * tx_prod by @bytes under the same lock, before the post: the peer's CONSUMED for these bytes can
- * complete on another CPU before ib_post_send() even returns, and must find them counted.
+ * Post one WR, rs->lock held: ib_drain_qp() must never race a post.  A data WR moves tx_prod by
+ * @bytes under the same lock, before the post: the peer's CONSUMED for these bytes can complete on
+ * another CPU before ib_post_send() even returns, and must find them counted.
  */
-static int rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl, u32 bytes)
+static int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl, u32 bytes)
 {
 	const struct ib_send_wr *bad;
 	struct rs_txctx *ctx;
 	u32 limit = rs->sq_depth - (ctrl ? 0 : RS_SQ_CTRL_RESERVE);
 	int err;
 
-	spin_lock_bh(&rs->lock);
-	err = -EPIPE;
+	lockdep_assert_held(&rs->lock);
 	if (test_bit(RS_F_DYING, &rs->flags) || !rs->qp)
-		goto out;
-	err = -ENOBUFS;
+		return -EPIPE;
 	if (rs->sq_posted - rs->sq_done >= limit)
-		goto out;
+		return -ENOBUFS;
 	ctx = &rs->txc[rs->sq_posted % rs->sq_depth];
 	ctx->seq = rs->sq_posted;
 	if (signal || ctx->seq % RS_SIGNAL_EVERY == RS_SIGNAL_EVERY - 1)
@@ -161,26 +166,44 @@ static int rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool 
 	err = ib_post_send(rs->qp, wr, &bad);
 	if (err) {
 		rs->tx_prod -= bytes;
-		goto out;
+		return err;
 	}
 	rs->sq_posted++;
 	rs->bytes_sent += bytes;
 	rs_count(sock_net(&rs->sk), RS_CNT_WR_POSTED);
 	if (bytes)
 		rs_count_add(sock_net(&rs->sk), RS_CNT_BYTES_SENT, bytes);
-out:
+	return 0;
+}
+
+static int rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl, u32 bytes)
+{
+	int err;
+
+	spin_lock_bh(&rs->lock);
+	err = __rs_post(rs, wr, signal, ctrl, bytes);
 	spin_unlock_bh(&rs->lock);
 	return err;
 }
 
-/* A control message: SEND WITH IMMEDIATE and no payload. */
-int rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled)
+/* A control message: SEND WITH IMMEDIATE and no payload; rs->lock held. */
+int __rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled)
 {
 	struct ib_send_wr wr = {};
 
 	wr.opcode = IB_WR_SEND_WITH_IMM;
 	wr.ex.imm_data = cpu_to_be32(type << RS_IMM_TYPE_SHIFT | (arg & RS_IMM_ARG_MASK));
-	return rs_post(rs, &wr, signaled, true, 0);
+	return __rs_post(rs, &wr, signaled, true, 0);
+}
+
+int rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled)
+{
+	int err;
+
+	spin_lock_bh(&rs->lock);
+	err = __rs_send_ctrl(rs, type, arg, signaled);
+	spin_unlock_bh(&rs->lock);
+	return err;
 }
 
 /* Register both rings on this QP (REG_MR WRs execute in order before anything posted later). */
@@ -208,6 +231,7 @@ int rs_post_ready(struct rs_sock *rs)
 	return rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_READY, false);
 }
 
+/* One RDMA WRITE WITH IMMEDIATE of staged bytes at ring offset @off, rs->lock held. */
 static int rs_post_write(struct rs_sock *rs, u32 off, u32 len)
 {
 	struct ib_rdma_wr wr = {};
@@ -229,32 +253,92 @@ static int rs_post_write(struct rs_sock *rs, u32 off, u32 len)
 	} else {
 		rs_ring_sync(&rs->tx, off, len, false);
 	}
-	return rs_post(rs, &wr.wr, false, false, len);
+	return __rs_post(rs, &wr.wr, false, false, len);
+}
+
+/*
+ * Post every staged byte (WRITEs end at the ring's end and at RS_MAX_WRITE), then a pending FIN.
+ * Runs from any process context, without lock_sock: rs->lock orders it against sendmsg's staging
+ * and against teardown.  If the send queue is full, push_work tries again shortly.
+ */
+void rs_tx_push(struct rs_sock *rs)
+{
+	int err = 0;
+
+	spin_lock_bh(&rs->lock);
+	while (rs->tx_staged != rs->tx_prod && !err) {
+		u32 off = rs->tx_prod % rs->tx.size;
+		u32 len = min_t(u64, rs->tx_staged - rs->tx_prod, rs->tx.size - off);
+
+		len = min_t(u32, len, RS_MAX_WRITE);
+
+		err = rs_post_write(rs, off, len);
+	}
+	if (!err && test_bit(RS_F_FIN_PENDING, &rs->flags) &&
+	    !test_and_set_bit(RS_F_FIN_SENT, &rs->flags)) {
+		err = __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_FIN, true);
+		if (err)
+			clear_bit(RS_F_FIN_SENT, &rs->flags);
+	}
+	if (err == -ENOBUFS)
+		mod_delayed_work(rs_wq, &rs->push_work, 1);
+	spin_unlock_bh(&rs->lock);
+}
+
+static void rs_push_work(struct work_struct *work)
+{
+	rs_tx_push(container_of(to_delayed_work(work), struct rs_sock, push_work));
+}
+
+void rs_tx_init(struct rs_sock *rs)
+{
+	INIT_DELAYED_WORK(&rs->push_work, rs_push_work);
+}
+
+/* Teardown: RS_F_DYING is set, so rs_tx_push() can no longer re-arm push_work. */
+void rs_tx_stop(struct rs_sock *rs)
+{
+	cancel_delayed_work_sync(&rs->push_work);
+}
+
+/*
+ * How many bytes may be in flight (staged and not yet consumed by the peer): the peer's ring, or
+ * less if the user locked SO_SNDBUF smaller.  As for TCP, half of sk_sndbuf is payload.
+ */
+static u32 rs_tx_window(struct rs_sock *rs)
+{
+	u32 window = rs->tx.size;
+
+	if (rs->sk.sk_userlocks & SOCK_SNDBUF_LOCK)
+		window = clamp_t(u32, READ_ONCE(rs->sk.sk_sndbuf) / 2, 1, window);
+	return window;
 }
 
 /* Bytes the peer's ring can take now; 0 before the peer is READY. */
 u32 rs_tx_space(struct rs_sock *rs)
 {
-	u32 space;
+	u32 space, used, window;
 
 	if (!test_bit(RS_F_PEER_READY, &rs->flags) || !rs->tx.size)
 		return 0;
+	window = rs_tx_window(rs);
 	spin_lock_bh(&rs->lock);
-	space = rs->tx.size - (u32)(rs->tx_prod - rs->tx_acked);
+	used = rs->tx_staged - rs->tx_acked;
+	space = used < window ? window - used : 0;
 	if (rs->sq_posted - rs->sq_done >= rs->sq_depth - RS_SQ_CTRL_RESERVE)
 		space = 0;
 	spin_unlock_bh(&rs->lock);
 	return space;
 }
 
-/* Nothing of ours is still in flight (or nothing ever will complete again). */
+/* Nothing of ours is staged or in flight (or nothing ever will complete again). */
 bool rs_tx_idle(struct rs_sock *rs)
 {
 	bool idle;
 
 	spin_lock_bh(&rs->lock);
-	idle = rs->sq_posted == rs->sq_done || test_bit(RS_F_DISCONNECTED, &rs->flags) ||
-	       test_bit(RS_F_ABORTED, &rs->flags);
+	idle = (rs->sq_posted == rs->sq_done && rs->tx_staged == rs->tx_prod) ||
+	       test_bit(RS_F_DISCONNECTED, &rs->flags) || test_bit(RS_F_ABORTED, &rs->flags);
 	spin_unlock_bh(&rs->lock);
 	return idle;
 }
@@ -294,6 +378,16 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo)
 		err = rs_tx_error(rs);
 		if (err || rs_tx_can_write(rs))
 			break;
+		/* Held-back bytes may be what fills the window: they must go before we wait. */
+		rs_tx_push(rs);
+		/* Blocking or not, the window is shut: watch that the peer still lives. */
+		rs_keepalive_persist(rs);
+		/*
+		 * A window below the peer's ring (SO_SNDBUF) can close before the peer consumed the
+		 * quarter ring that makes it report: ask it to report at once.
+		 */
+		if (rs_tx_window(rs) < rs->tx.size && !test_and_set_bit(RS_F_WANT_SENT, &rs->flags))
+			rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_WANT_CONSUMED, false);
 		err = -EAGAIN;
 		if (!*timeo)
 			break;
@@ -307,33 +401,72 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo)
 	return err;
 }
 
+/* Corked bytes go out when this many are held, when uncorked, or after RS_CORK_CEILING. */
+static u32 rs_cork_flush_size(struct rs_sock *rs)
+{
+	return min_t(u32, rs->tx.size / 4, 64U << 10);
+}
+
+#define RS_CORK_CEILING		(HZ / 5)	/* TCP_CORK's documented 200 ms */
+
+/*
+ * Send or hold what sendmsg staged.  TCP_CORK and MSG_MORE hold small amounts back so that a
+ * header and a body written separately travel in one WRITE; anything else goes out at once.
+ */
+static void rs_tx_flush(struct rs_sock *rs, bool more)
+{
+	u64 held;
+
+	spin_lock_bh(&rs->lock);
+	held = rs->tx_staged - rs->tx_prod;
+	if (more && held < rs_cork_flush_size(rs)) {
+		if (!test_bit(RS_F_DYING, &rs->flags))
+			queue_delayed_work(rs_wq, &rs->push_work, RS_CORK_CEILING);
+		spin_unlock_bh(&rs->lock);
+		return;
+	}
+	spin_unlock_bh(&rs->lock);
+	rs_tx_push(rs);
+}
+
+/* Copy from the user into the staging ring, at most up to the ring's end. */
+static int rs_tx_stage(struct rs_sock *rs, struct msghdr *msg, size_t want)
+{
+	u32 off = rs->tx_staged % rs->tx.size;
+	u32 chunk = min_t(size_t, want, rs->tx.size - off);
+
+	chunk = copy_from_iter(rs->tx.buf + off, chunk, &msg->msg_iter);
+	if (!chunk)
+		return -EFAULT;
+	spin_lock_bh(&rs->lock);
+	rs->tx_staged += chunk;
+	spin_unlock_bh(&rs->lock);
+	return chunk;
+}
+
 int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 {
 	struct sock *sk = &rs->sk;
 	long timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
+	bool more = rs->cork || (msg->msg_flags & MSG_MORE);
 	size_t copied = 0;
 	int err = 0;
 
 	while (copied < len) {
-		u32 space, off, chunk;
-
 		err = rs_tx_wait(rs, &timeo);
 		if (err)
 			break;
-		space = rs_tx_space(rs);
-		off = rs->tx_prod % rs->tx.size;
-		chunk = min_t(size_t, len - copied, space);
-		chunk = min3(chunk, rs->tx.size - off, RS_MAX_WRITE);
-		chunk = copy_from_iter(rs->tx.buf + off, chunk, &msg->msg_iter);
-		if (!chunk) {
-			err = -EFAULT;
+		err = rs_tx_stage(rs, msg, min_t(size_t, len - copied, rs_tx_space(rs)));
+		if (err < 0)
 			break;
-		}
-		err = rs_post_write(rs, off, chunk);
-		if (err)
-			break;
-		copied += chunk;
+		copied += err;
+		err = 0;
+		/* Bytes beyond this call are certain: hold only what may still grow. */
+		rs_tx_flush(rs, more || copied < len);
 	}
+	/* A partial write returns what was staged: it must not sit there without MSG_MORE. */
+	if (copied)
+		rs_tx_flush(rs, more);
 	if (copied)
 		return copied;
 	if (err == -EPIPE || err == -ENOBUFS)

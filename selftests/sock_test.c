@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -563,6 +564,118 @@ TEST_F(pair, oob_not_supported_like_tcp_without_urgent_data)
 	ASSERT_EQ(EINVAL, errno);
 }
 
+TEST_F(pair, cork_holds_small_writes_until_uncorked)
+{
+	int on = 1, off = 0;
+	char buf[100];
+
+	ASSERT_EQ(0, setsockopt(self->cfd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)));
+	ASSERT_EQ(60, send(self->cfd, "0123456789012345678901234567890123456789012345678901234567890", 60, 0));
+	ASSERT_EQ(40, send(self->cfd, "abcdefghijabcdefghijabcdefghijabcdefghij", 40, 0));
+	/* Held back (well inside the 200 ms ceiling)... */
+	ASSERT_EQ(0, poll_one(self->sfd, POLLIN, 50));
+	ASSERT_EQ(0, setsockopt(self->cfd, IPPROTO_TCP, TCP_CORK, &off, sizeof(off)));
+	/* ...and sent as one piece when uncorked. */
+	ASSERT_EQ(POLLIN, poll_one(self->sfd, POLLIN, 5000));
+	ASSERT_EQ(100, recv(self->sfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(0, memcmp(buf + 60, "abcdefghij", 10));
+}
+
+TEST_F(pair, msg_more_joins_writes)
+{
+	char buf[16];
+
+	ASSERT_EQ(3, send(self->cfd, "abc", 3, MSG_MORE));
+	ASSERT_EQ(0, poll_one(self->sfd, POLLIN, 50));
+	ASSERT_EQ(3, send(self->cfd, "def", 3, 0));
+	ASSERT_EQ(POLLIN, poll_one(self->sfd, POLLIN, 5000));
+	ASSERT_EQ(6, recv(self->sfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(0, memcmp(buf, "abcdef", 6));
+}
+
+TEST_F(pair, corked_bytes_precede_fin)
+{
+	int on = 1;
+	char buf[16];
+
+	ASSERT_EQ(0, setsockopt(self->cfd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)));
+	ASSERT_EQ(5, send(self->cfd, "tail!", 5, 0));
+	ASSERT_EQ(0, shutdown(self->cfd, SHUT_WR));
+	ASSERT_EQ(0, read_all(self->sfd, buf, 5));
+	ASSERT_EQ(0, memcmp(buf, "tail!", 5));
+	ASSERT_EQ(0, recv(self->sfd, buf, sizeof(buf), 0));
+}
+
+TEST_F(pair, nodelay_pushes_corked_bytes)
+{
+	int on = 1;
+	char buf[16];
+
+	ASSERT_EQ(4, send(self->cfd, "more", 4, MSG_MORE));
+	ASSERT_EQ(0, poll_one(self->sfd, POLLIN, 50));
+	ASSERT_EQ(0, setsockopt(self->cfd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)));
+	ASSERT_EQ(POLLIN, poll_one(self->sfd, POLLIN, 5000));
+	ASSERT_EQ(4, recv(self->sfd, buf, sizeof(buf), 0));
+}
+
+TEST_F(pair, sndbuf_bounds_unsent_bytes)
+{
+	static char buf[65536];
+	int val = 16384, sndbuf, outq;
+	socklen_t len = sizeof(sndbuf);
+	long long sent = 0, got = 0;
+	ssize_t n;
+
+	/* The peer does not read: what the writer may queue is bounded by its SO_SNDBUF. */
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_SNDBUF, &val, sizeof(val)));
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &len));
+	ASSERT_EQ(2 * val, sndbuf);
+	while ((n = send(self->cfd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		sent += n;
+		ASSERT_GT(64LL << 20, sent);
+	}
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, ioctl(self->cfd, SIOCOUTQ, &outq));
+	ASSERT_LT(0, outq);
+	ASSERT_GE(sndbuf, outq);
+	ASSERT_EQ(0, shutdown(self->cfd, SHUT_WR));
+	while ((n = recv(self->sfd, buf, sizeof(buf), 0)) > 0)
+		got += n;
+	ASSERT_EQ(sent, got);
+}
+
+/* Idle with keepalive probing every second: the connection must stay up and carry data. */
+TEST_F(pair, keepalive_probes_keep_a_live_connection)
+{
+	int one = 1, ka[3] = { TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT };
+	long long probes = rs_counter("keepalive_probes");
+	char c;
+
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, setsockopt(self->cfd, IPPROTO_TCP, ka[i], &one, sizeof(one)));
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)));
+	if (variant->carrier == CARRIER_RDMASOCK) {
+		/* Wait for three probes: with TCP_KEEPCNT 1 a single unanswered one would abort. */
+		for (int i = 0; i < 200 && rs_counter("keepalive_probes") < probes + 3; i++)
+			usleep(50000);
+		ASSERT_LE(probes + 3, rs_counter("keepalive_probes"));
+	} else {
+		struct tcp_info ti;
+		socklen_t len = sizeof(ti);
+
+		/* TCP's probes are not counted anywhere we can read: idle past three of them. */
+		do {
+			usleep(50000);
+			ASSERT_EQ(0, getsockopt(self->cfd, IPPROTO_TCP, TCP_INFO, &ti, &len));
+		} while (ti.tcpi_last_data_recv < 3000);
+	}
+	ASSERT_EQ(0, poll_one(self->cfd, POLLIN | POLLERR, 0));
+	ASSERT_EQ(1, send(self->cfd, "k", 1, 0));
+	ASSERT_EQ(1, recv(self->sfd, &c, 1, 0));
+	ASSERT_EQ(1, send(self->sfd, "a", 1, 0));
+	ASSERT_EQ(1, recv(self->cfd, &c, 1, 0));
+}
+
 /* ---- sockets that are not (yet) connected ---- */
 
 FIXTURE(lone) {
@@ -801,6 +914,72 @@ TEST_F(lone, listener_shut_rd_stops_accept)
 	ASSERT_EQ(0, shutdown(lfd, SHUT_RD));
 	ASSERT_EQ(-1, accept(lfd, NULL, NULL));
 	ASSERT_EQ(EINVAL, errno);
+	close(lfd);
+}
+
+static int read_proc_int(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int v = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/* Absurd buffer sizes are clamped as TCP clamps them, and the connection still works. */
+TEST_F(lone, absurd_buffer_sizes_are_clamped)
+{
+	int rmem_max = read_proc_int("/proc/sys/net/core/rmem_max");
+	int wmem_max = read_proc_int("/proc/sys/net/core/wmem_max");
+	int huge = INT_MAX, neg = -1, zero = 0, val, s, lfd;
+	struct stream_arg a = { .len = 1 << 20, .seed = 3, .chunk = 4000 };
+	struct sockaddr_storage ss;
+	socklen_t len, vlen = sizeof(val);
+	pthread_t t;
+
+	ASSERT_LT(0, rmem_max);
+	lfd = make_listener(variant->carrier, variant->af, &ss, &len);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_RCVBUF, &huge, sizeof(huge)));
+	ASSERT_EQ(0, getsockopt(self->fd, SOL_SOCKET, SO_RCVBUF, &val, &vlen));
+	ASSERT_EQ(2 * rmem_max, val);
+	ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_SNDBUF, &neg, sizeof(neg)));
+	ASSERT_EQ(0, getsockopt(self->fd, SOL_SOCKET, SO_SNDBUF, &val, &vlen));
+	ASSERT_EQ(2 * wmem_max, val);
+	ASSERT_EQ(0, setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &zero, sizeof(zero)));
+	ASSERT_EQ(0, setsockopt(lfd, SOL_SOCKET, SO_SNDBUF, &zero, sizeof(zero)));
+	ASSERT_EQ(0, getsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &val, &vlen));
+	ASSERT_LT(0, val);
+	ASSERT_EQ(0, connect(self->fd, (struct sockaddr *)&ss, len));
+	s = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_TRUE(carried_as_expected(variant->carrier, self->fd));
+	ASSERT_TRUE(carried_as_expected(variant->carrier, s));
+	if (variant->carrier == CARRIER_RDMASOCK) {
+		struct rdmasock_info info;
+		socklen_t ilen = sizeof(info);
+
+		ASSERT_EQ(0, getsockopt(self->fd, SOL_RDMASOCK, RDMASOCK_INFO, &info, &ilen));
+		ASSERT_GE(4u << 20, info.rx_ring_size);	/* the protocol's maximum */
+		ASSERT_LE(16u << 10, info.tx_ring_size);	/* the tiny end's ring: the minimum */
+	}
+	/* Both ways: the tiny end writes to the huge one and back. */
+	a.fd = s;
+	ASSERT_EQ(0, pthread_create(&t, NULL, stream_writer, &a));
+	ASSERT_EQ(-1, stream_check(self->fd, a.len, a.seed));
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, a.err);
+	a.fd = self->fd;
+	a.seed = 4;
+	ASSERT_EQ(0, pthread_create(&t, NULL, stream_writer, &a));
+	ASSERT_EQ(-1, stream_check(s, a.len, a.seed));
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, a.err);
+	close(s);
 	close(lfd);
 }
 

@@ -1,22 +1,39 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Two VMs joined by one wire (selftests/vm/run --two-vm).  The client role runs the tests; the
- * server role serves three phases, in order, each ended by a connection that says "QUIT":
- *   1. rdmasock listener on port 7002: RDMA across a real wire, a checksummed stream.
- *   2. the rdmasock module unloaded, plain TCP on 7000: the peer has RDMA but no rdmasock.
- *   3. rxe0 deleted too, plain TCP on 7001: the peer does not answer RDMA at all.
- * Readiness is probed with plain TCP connects, which never touch rdmasock's negative cache.
+ * server role serves these phases, in order:
+ *   a. rdmasock listener on port 7002: RDMA across a real wire, a checksummed stream.
+ *   b. a peer that falls silent (netem drops all it sends): keepalive ends an idle rdmasock and
+ *      an idle TCP connection with ETIMEDOUT.
+ *   c. a lossy, reordering wire (netem both ways): checksummed echo streams, rdmasock and TCP.
+ *   d. the rdmasock module unloaded, plain TCP on 7000: the peer has RDMA but no rdmasock.
+ *   e. rxe0 deleted too, plain TCP on 7001: the peer does not answer RDMA at all.
+ *   f. rxe and rdmasock back; the server VM dies (sysrq reboot, QEMU exits) mid-transfer.
+ * Phases a, d, e end with a connection that says "QUIT"; b, c, f are driven over a plain TCP
+ * control connection.  Readiness is probed with plain TCP connects, which never touch rdmasock's
+ * negative cache.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sys/wait.h>
+#include <stdint.h>
+#include <netinet/tcp.h>
 #include "lib.h"
 #include "kselftest_harness.h"
 
 #define PORT_RDMA	7002
 #define PORT_NOMOD	7000
 #define PORT_NORXE	7001
+#define PORT_CTRL	7010	/* control connection of phases b, c and f */
+#define PORT_SILENT_RS	7011
+#define PORT_SILENT_TCP	7012
+#define PORT_LOSSY_RS	7013
+#define PORT_LOSSY_TCP	7014
+#define PORT_KILL	7015
 #define STREAM_BYTES	(16 << 20)
+#define LOSSY_BYTES	(2 << 20)
+#define KILL_AFTER	(1 << 20)	/* the server dies after echoing this much */
+#define NETEM		"netem delay 2ms loss 1% reorder 10% 50%"
 
 static socklen_t peer_addr(struct sockaddr_storage *ss, unsigned short port)
 {
@@ -68,9 +85,145 @@ static int serve(int family, unsigned short port)
 	return 0;
 }
 
+static int listen_on(int family, unsigned short port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = host_addr(AF_INET, &ss, port);
+	int one = 1, fd = socket(family, SOCK_STREAM, 0);
+
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 8)) {
+		perror("server: listen");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Accept one connection on @lfd, closing the listener. */
+static int accept_one(int lfd)
+{
+	int fd = lfd < 0 ? -1 : accept(lfd, NULL, NULL);
+
+	close(lfd);
+	return fd;
+}
+
+/* Wait for the client's one-line command on the control connection. */
+static int ctrl_expect(int ctrl, const char *what)
+{
+	char buf[16] = { 0 };
+	size_t n = strlen(what);
+
+	if (read_all(ctrl, buf, n) || memcmp(buf, what, n)) {
+		fprintf(stderr, "server: expected %s on the control connection\n", what);
+		return -1;
+	}
+	return 0;
+}
+
+static int netem(const char *how)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "tc qdisc %s dev eth0 root %s", how,
+		 strcmp(how, "del") ? NETEM : "");
+	return system(cmd) ? -1 : 0;
+}
+
+/* b: accept an rdmasock and a TCP connection, then drop everything we send until told. */
+static int serve_silent(void)
+{
+	int lrs = listen_on(rs_family_number(), PORT_SILENT_RS);
+	int ltcp = listen_on(AF_INET, PORT_SILENT_TCP);
+	int ctrl = accept_one(listen_on(AF_INET, PORT_CTRL));
+	int rs = accept_one(lrs), tcp = accept_one(ltcp), err;
+
+	if (ctrl < 0 || rs < 0 || tcp < 0)
+		return -1;
+	/* Incoming packets still arrive: the client's "BACK" gets through. */
+	err = system("tc qdisc add dev eth0 root netem loss 100%") ? -1 : 0;
+	if (!err)
+		err = ctrl_expect(ctrl, "BACK");
+	if (system("tc qdisc del dev eth0 root"))
+		err = -1;
+	close(rs);
+	close(tcp);
+	close(ctrl);
+	return err;
+}
+
+static int echo_until_eof(int fd)
+{
+	char buf[65536];
+	ssize_t n;
+
+	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
+		if (write_all(fd, buf, n))
+			return -1;
+	shutdown(fd, SHUT_WR);
+	return n;
+}
+
+/* c: echo an rdmasock and a TCP connection through a lossy, reordering wire. */
+static int serve_lossy(void)
+{
+	int lrs = listen_on(rs_family_number(), PORT_LOSSY_RS);
+	int ltcp = listen_on(AF_INET, PORT_LOSSY_TCP);
+	int ctrl = accept_one(listen_on(AF_INET, PORT_CTRL));
+	int rs = accept_one(lrs), tcp = accept_one(ltcp), err;
+
+	if (ctrl < 0 || rs < 0 || tcp < 0 || ctrl_expect(ctrl, "LOSS"))
+		return -1;
+	err = netem("add");
+	if (!err)
+		err = write_all(ctrl, "LOSS", 4);
+	if (!err)
+		err = echo_until_eof(rs);
+	if (!err)
+		err = echo_until_eof(tcp);
+	if (netem("del"))
+		err = -1;
+	close(rs);
+	close(tcp);
+	close(ctrl);
+	return err;
+}
+
+/* f: bring RDMA back, echo, and die abruptly (no FIN, no DREQ: QEMU exits) mid-transfer. */
+static int serve_then_die(void)
+{
+	const char *out = getenv("RDMASOCK_OUT") ? : "/tmp";
+	char cmd[512], buf[65536];
+	size_t echoed = 0;
+	int lrs, ctrl, fd;
+	ssize_t n;
+
+	snprintf(cmd, sizeof(cmd), "rdma link add rxe0 type rxe netdev eth0 && insmod %s",
+		 getenv("RDMASOCK_MODULE") ? : "");
+	if (system(cmd))
+		return -1;
+	lrs = listen_on(rs_family_number(), PORT_KILL);
+	ctrl = accept_one(listen_on(AF_INET, PORT_CTRL));
+	fd = accept_one(lrs);
+	if (ctrl < 0 || fd < 0)
+		return -1;
+	while (echoed < KILL_AFTER && (n = recv(fd, buf, sizeof(buf), 0)) > 0) {
+		if (write_all(fd, buf, n))
+			return -1;
+		echoed += n;
+	}
+	/* The run counts as passed on our side: record that, then vanish. */
+	snprintf(cmd, sizeof(cmd), "dmesg > %s/dmesg.log; echo 0 > %s/rc; sync; "
+		 "echo b > /proc/sysrq-trigger", out, out);
+	return system(cmd) ? -1 : 0;
+}
+
 static int server_main(void)
 {
 	if (serve(rs_family_number(), PORT_RDMA))
+		return 1;
+	if (serve_silent() || serve_lossy())
 		return 1;
 	if (system("rmmod rdmasock"))
 		return 1;
@@ -78,7 +231,9 @@ static int server_main(void)
 		return 1;
 	if (system("rdma link delete rxe0"))
 		return 1;
-	return serve(AF_INET, PORT_NORXE) ? 1 : 0;
+	if (serve(AF_INET, PORT_NORXE))
+		return 1;
+	return serve_then_die() ? 1 : 0;
 }
 
 /* ---- client role ---- */
@@ -181,6 +336,178 @@ TEST(a_rdma_across_the_wire)
 	ASSERT_EQ(0, quit_phase(PORT_RDMA));
 }
 
+/* A plain TCP connection to the server's control port, once it listens. */
+static int ctrl_connect(void)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = peer_addr(&ss, PORT_CTRL);
+
+	for (int i = 0; i < 600; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (!connect(fd, (struct sockaddr *)&ss, len))
+			return fd;
+		close(fd);
+		usleep(100000);
+	}
+	return -1;
+}
+
+static int tcp_connect_peer(unsigned short port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = peer_addr(&ss, port);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void set_keepalive(struct __test_metadata *_metadata, int fd)
+{
+	int one = 1, opts[3] = { TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT }, vals[3] = { 1, 1, 3 };
+
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, setsockopt(fd, IPPROTO_TCP, opts[i], &vals[i], sizeof(int)));
+	ASSERT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)));
+}
+
+/* Blocking read on an idle connection: returns -errno, 0 at EOF, 1 if data came. */
+static void *read_outcome(void *p)
+{
+	int *fd = p;
+	char c;
+	ssize_t n = recv(*fd, &c, 1, 0);
+
+	*fd = n < 0 ? -errno : (int)n;
+	return NULL;
+}
+
+/* Phases with more than the harness's default 30 s run in this empty fixture. */
+FIXTURE(wire) {
+	int unused;
+};
+
+FIXTURE_SETUP(wire)
+{
+}
+
+FIXTURE_TEARDOWN(wire)
+{
+}
+
+TEST_F_TIMEOUT(wire, b_silent_peer_detected_by_keepalive, 120)
+{
+	int ctrl = ctrl_connect(), fds[2], res[2];
+	long long timeouts = rs_counter("keepalive_timeouts");
+	pthread_t t[2];
+
+	ASSERT_LE(0, ctrl);
+	fds[0] = rs_connect_peer(PORT_SILENT_RS);
+	fds[1] = tcp_connect_peer(PORT_SILENT_TCP);
+	ASSERT_LE(0, fds[0]);
+	ASSERT_LE(0, fds[1]);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(fds[0], RDMASOCK_MODE));
+	for (int i = 0; i < 2; i++) {
+		set_keepalive(_metadata, fds[i]);
+		res[i] = fds[i];
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, read_outcome, &res[i]));
+	}
+	/* The server now drops all it sends: both idle readers must learn the peer is gone. */
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	EXPECT_EQ(-ETIMEDOUT, res[0]);
+	EXPECT_EQ(-ETIMEDOUT, res[1]);
+	EXPECT_EQ(timeouts + 1, rs_counter("keepalive_timeouts"));
+	ASSERT_EQ(0, write_all(ctrl, "BACK", 4));
+	close(fds[0]);
+	close(fds[1]);
+	close(ctrl);
+}
+
+struct echo_check {
+	int fd;
+	size_t len;
+	int err;
+};
+
+/* Write @len pattern bytes then SHUT_WR, from a thread, while the caller checks the echo. */
+static void *echo_writer(void *p)
+{
+	struct echo_check *e = p;
+	unsigned char buf[40000];
+	size_t done = 0;
+
+	while (done < e->len) {
+		size_t n = e->len - done < sizeof(buf) ? e->len - done : sizeof(buf);
+
+		for (size_t i = 0; i < n; i++)
+			buf[i] = pattern_byte(done + i, 5);
+		if (write_all(e->fd, buf, n)) {
+			e->err = errno;
+			return NULL;
+		}
+		done += n;
+	}
+	shutdown(e->fd, SHUT_WR);
+	return NULL;
+}
+
+/* Bytes of the echo that matched the pattern, up to the first mismatch or the end. */
+static size_t echo_verified(int fd, size_t len)
+{
+	unsigned char buf[65536];
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len && (n = recv(fd, buf, sizeof(buf), 0)) > 0) {
+		for (ssize_t i = 0; i < n; i++)
+			if (buf[i] != pattern_byte(done + i, 5))
+				return done + i;
+		done += n;
+	}
+	return done;
+}
+
+static void lossy_echo(struct __test_metadata *_metadata, int fd)
+{
+	struct echo_check e = { .fd = fd, .len = scaled(LOSSY_BYTES) };
+	pthread_t t;
+	char c;
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, echo_writer, &e));
+	EXPECT_EQ(e.len, echo_verified(fd, e.len));
+	EXPECT_EQ(0, recv(fd, &c, 1, 0));
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, e.err);
+}
+
+TEST_F_TIMEOUT(wire, c_lossy_reordering_wire_keeps_streams_intact, 600)
+{
+	int ctrl = ctrl_connect(), rs, tcp;
+	char buf[4];
+
+	ASSERT_LE(0, ctrl);
+	rs = rs_connect_peer(PORT_LOSSY_RS);
+	tcp = tcp_connect_peer(PORT_LOSSY_TCP);
+	ASSERT_LE(0, rs);
+	ASSERT_LE(0, tcp);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(rs, RDMASOCK_MODE));
+	ASSERT_EQ(0, write_all(ctrl, "LOSS", 4));
+	ASSERT_EQ(0, read_all(ctrl, buf, 4));
+	ASSERT_EQ(0, system("tc qdisc add dev eth0 root " NETEM));
+	lossy_echo(_metadata, rs);
+	lossy_echo(_metadata, tcp);
+	EXPECT_EQ(0, system("tc qdisc del dev eth0 root"));
+	EXPECT_EQ(RDMASOCK_MODE_RDMA, rs_getint(rs, RDMASOCK_MODE));
+	close(rs);
+	close(tcp);
+	close(ctrl);
+}
+
 static void echo_once(struct __test_metadata *_metadata, int fd)
 {
 	char buf[5];
@@ -190,7 +517,7 @@ static void echo_once(struct __test_metadata *_metadata, int fd)
 	ASSERT_EQ(0, memcmp(buf, "hello", 5));
 }
 
-TEST(b_peer_without_rdmasock)
+TEST(d_peer_without_rdmasock)
 {
 	int fd;
 
@@ -204,7 +531,7 @@ TEST(b_peer_without_rdmasock)
 	ASSERT_EQ(0, quit_phase(PORT_NOMOD));
 }
 
-TEST(c_peer_without_rdma_device)
+TEST(e_peer_without_rdma_device)
 {
 	int fd;
 
@@ -222,6 +549,48 @@ TEST(c_peer_without_rdma_device)
 	echo_once(_metadata, fd);
 	close(fd);
 	ASSERT_EQ(0, quit_phase(PORT_NORXE));
+}
+
+/* Write without end until the connection fails; the error is left in err. */
+static void *endless_writer(void *p)
+{
+	struct echo_check *e = p;
+	unsigned char buf[40000];
+	size_t done = 0;
+
+	for (;;) {
+		for (size_t i = 0; i < sizeof(buf); i++)
+			buf[i] = pattern_byte(done + i, 5);
+		if (write_all(e->fd, buf, sizeof(buf))) {
+			e->err = errno;
+			return NULL;
+		}
+		done += sizeof(buf);
+	}
+}
+
+TEST_F_TIMEOUT(wire, f_peer_vm_killed_mid_transfer, 300)
+{
+	int ctrl = ctrl_connect(), err;
+	struct echo_check e = { 0 };
+	pthread_t t;
+	size_t got;
+
+	ASSERT_LE(0, ctrl);
+	e.fd = rs_connect_peer(PORT_KILL);
+	ASSERT_LE(0, e.fd);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(e.fd, RDMASOCK_MODE));
+	ASSERT_EQ(0, pthread_create(&t, NULL, endless_writer, &e));
+	/* No keepalive: RC retries (and probes while the window is shut) must end both calls. */
+	got = echo_verified(e.fd, SIZE_MAX);
+	err = errno;
+	pthread_join(t, NULL);
+	TH_LOG("echo verified up to %zu; reader errno %d, writer errno %d", got, err, e.err);
+	EXPECT_LE(KILL_AFTER, got);
+	EXPECT_TRUE(err == ETIMEDOUT || err == ECONNRESET);
+	EXPECT_TRUE(e.err == ETIMEDOUT || e.err == ECONNRESET || e.err == EPIPE);
+	close(e.fd);
+	close(ctrl);
 }
 
 /* As TEST_HARNESS_MAIN: lets the harness see in which order the TEST()s were registered. */
