@@ -22,6 +22,13 @@
 /* Receive WRs are reposted at once, so an RNR NAK is transient: retry it for ever. */
 #define RS_RNR_RETRY_INFINITE	7
 #define RS_REJ_HELLO		0x52534801U	/* REJ private data: "your hello does not parse" */
+#define RS_REJ_BUSY		0x52534802U	/* REJ private data: "my backlog is full, try again" */
+/*
+ * A full backlog drops a TCP SYN and the client retries for about two minutes.  A busy REJ makes
+ * us retry RDMA 100 ms, 200 ms ... then every 1.6 s, for about 30 s, before TCP takes over.
+ */
+#define RS_BUSY_TRIES		22
+#define RS_BUSY_BACKOFF_MS	100
 
 static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
@@ -240,6 +247,8 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
 	memcpy(&rs->peer_addr, addr, min_t(int, len, sizeof(rs->peer_addr)));
 	rs->peer_addr_len = len;
 	rs->flags = 0;
+	rs->reason = RDMASOCK_REASON_NONE;	/* a retry starts afresh */
+	rs->cm_result = 0;
 	rs->cm_id = id;
 	rs->sk.sk_state = TCP_SYN_SENT;
 	trace_rdmasock_connect(rs);
@@ -270,6 +279,20 @@ static void rs_connect_done_timeout(struct rs_sock *rs)
 	spin_unlock_bh(&rs->lock);
 }
 
+/* The backoff after a busy listener is over: a fresh attempt, with a fresh id. */
+static void rs_connect_retry(struct rs_sock *rs)
+{
+	struct sock *sk = &rs->sk;
+	int err;
+
+	err = rs_cm_connect(rs, (struct sockaddr *)&rs->peer_addr, rs->peer_addr_len);
+	if (!err)
+		return;
+	WRITE_ONCE(sk->sk_err, -err);
+	sk->sk_state = TCP_CLOSE;
+	sk_error_report(sk);
+}
+
 /* Runs under lock_sock: turn the CM outcome into the socket's state, or fall back to TCP. */
 void rs_connect_work(struct work_struct *work)
 {
@@ -282,9 +305,21 @@ void rs_connect_work(struct work_struct *work)
 	if (sock_flag(sk, SOCK_DEAD) || sk->sk_state != TCP_SYN_SENT ||
 	    rs->mode != RDMASOCK_MODE_NONE)
 		goto out;
+	if (rs->busy_tries && !rs->cm_id) {
+		rs_connect_retry(rs);
+		goto out;
+	}
 	rs_connect_done_timeout(rs);
 	err = rs->cm_result;
 	reason = rs->reason;
+	if (err && reason == RDMASOCK_REASON_PEER_BUSY && rs->busy_tries < RS_BUSY_TRIES) {
+		/* As a SYN the full backlog dropped: wait, then try RDMA again. */
+		rs_teardown_rdma(rs, false);
+		rs_connect_work_arm(rs, msecs_to_jiffies(RS_BUSY_BACKOFF_MS <<
+							 min(rs->busy_tries, 4U)));
+		rs->busy_tries++;
+		goto out;
+	}
 	if (!err) {
 		rs->mode = RDMASOCK_MODE_RDMA;
 		sk->sk_state = TCP_ESTABLISHED;
@@ -414,6 +449,8 @@ static int rs_reject_reason(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	why = rdma_consumer_reject_data(id, ev, &len);
 	if (why && len >= sizeof(*why) && be32_to_cpu(*why) == RS_REJ_HELLO)
 		return RDMASOCK_REASON_HELLO;
+	if (why && len >= sizeof(*why) && be32_to_cpu(*why) == RS_REJ_BUSY)
+		return RDMASOCK_REASON_PEER_BUSY;
 	return RDMASOCK_REASON_PEER_REJECT;
 }
 
@@ -429,8 +466,14 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 	struct rs_sock *child;
 	int err;
 
-	if (READ_ONCE(listener->sk.sk_state) != TCP_LISTEN || rs_backlog_full(listener))
+	if (READ_ONCE(listener->sk.sk_state) != TCP_LISTEN)
 		return -ECONNREFUSED;
+	if (rs_backlog_full(listener)) {
+		__be32 why = cpu_to_be32(RS_REJ_BUSY);
+
+		rdma_reject(id, &why, sizeof(why), IB_CM_REJ_CONSUMER_DEFINED);
+		return -ECONNREFUSED;
+	}
 	child = rs_child_alloc(listener, id);
 	if (!child)
 		return -ENOMEM;
@@ -490,6 +533,30 @@ static void rs_cm_child_established(struct rs_sock *child)
 		rs_keepalive_update(child);
 		rs_wake(&listener->sk, EPOLLIN | EPOLLRDNORM);
 	}
+}
+
+/*
+ * A child still waiting for the client's RTU failed (the client gave up or vanished): it leaves the
+ * listener's queue, freeing its backlog slot, as a TCP request socket that timed out.  An
+ * established child stays queued, as TCP's: accept() returns it and reads show the reset.
+ */
+static bool rs_cm_child_failed(struct rs_sock *child)
+{
+	struct rs_sock *listener = child->parent;
+	bool unlinked = false;
+
+	spin_lock_bh(&listener->lock);
+	if (child->sk.sk_state == TCP_SYN_RECV && !list_empty(&child->accept_node)) {
+		list_del_init(&child->accept_node);
+		listener->queued--;
+		unlinked = true;
+	}
+	spin_unlock_bh(&listener->lock);
+	if (!unlinked)
+		return false;
+	rs_abort(child, -ECONNRESET);
+	sock_put(&child->sk);	/* the queue's reference: the abort's teardown holds its own */
+	return true;
 }
 
 struct rs_sock *rs_cm_accept_ready(struct rs_sock *listener)
@@ -562,6 +629,8 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
 		return rs_cm_device_removal(rs, id);
 	if (test_bit(RS_F_DYING, &rs->flags))
+		return 0;
+	if (rs->parent && ev->event != RDMA_CM_EVENT_ESTABLISHED && rs_cm_child_failed(rs))
 		return 0;
 
 	switch (ev->event) {

@@ -54,7 +54,7 @@ enum rs_ctrl {
 	RS_CTRL_READY = 1,	/* my rings are registered: you may write */
 	RS_CTRL_FIN = 2,	/* I will send no more data */
 	RS_CTRL_RESET = 3,	/* abort: I discarded data, as a TCP RST */
-	RS_CTRL_KEEPALIVE = 4,	/* probe: the RC acknowledgement is the answer, no reply */
+	RS_CTRL_KEEPALIVE = 4,	/* probe: the RC ACK is the answer, no reply */
 	RS_CTRL_WANT_CONSUMED = 5,	/* my window is small: report consumption at once */
 };
 
@@ -158,6 +158,7 @@ struct rs_sock {
 	u32 sq_done;			/* WRs known complete */
 	unsigned long flags;		/* enum rs_flag */
 	int cm_result;			/* outcome of an active connect */
+	unsigned int busy_tries;	/* connects a busy listener turned away */
 
 	/* Statistics. */
 	u64 bytes_sent;
@@ -182,7 +183,7 @@ struct rs_sock {
 	u8 ka_unanswered;		/* probes sent since the last sign of life */
 
 	/* Deferred work, run on rs_wq. */
-	struct delayed_work push_work;		/* corked bytes: the 200 ms ceiling; SQ-full retry */
+	struct delayed_work push_work;		/* cork ceiling; SQ-full retry */
 	struct delayed_work connect_work;	/* connect outcome, fallback, timeout */
 	struct work_struct teardown_work;	/* device removal, child abort */
 	struct work_struct close_work;		/* close after release() */

@@ -37,6 +37,7 @@ static const char * const rs_reason_names[RDMASOCK_REASON_MAX] = {
 	[RDMASOCK_REASON_NONE] = "none",
 	[RDMASOCK_REASON_NO_DEVICE] = "no_device",
 	[RDMASOCK_REASON_PEER_REJECT] = "peer_reject",
+	[RDMASOCK_REASON_PEER_BUSY] = "peer_busy",
 	[RDMASOCK_REASON_TIMEOUT] = "timeout",
 	[RDMASOCK_REASON_HELLO] = "hello",
 	[RDMASOCK_REASON_RESOURCE] = "resource",

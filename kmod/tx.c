@@ -103,7 +103,7 @@ void rs_qp_destroy(struct rs_sock *rs)
 	rs->txc = NULL;
 }
 
-/* A peer that stopped acknowledging timed out, as TCP's retransmissions would; the rest is a reset. */
+/* A peer that stopped acknowledging timed out (as TCP retransmits would); the rest is a reset. */
 static int rs_wc_errno(enum ib_wc_status status)
 {
 	return status == IB_WC_RETRY_EXC_ERR ? -ETIMEDOUT : -ECONNRESET;

@@ -917,6 +917,89 @@ TEST_F(lone, listener_shut_rd_stops_accept)
 	close(lfd);
 }
 
+struct storm {
+	int lfd;
+	int n;
+	int who[16];
+	int err;
+};
+
+/* The server side of the storm: accept every connection, then read each client's number. */
+static void *storm_acceptor(void *p)
+{
+	struct storm *st = p;
+	int fds[16];
+
+	for (int i = 0; i < st->n; i++) {
+		fds[i] = poll_one(st->lfd, POLLIN, 120000) ? accept(st->lfd, NULL, NULL) : -1;
+		if (fds[i] < 0) {
+			st->err = ETIMEDOUT;
+			return NULL;
+		}
+	}
+	for (int i = 0; i < st->n; i++) {
+		if (read_all(fds[i], &st->who[i], sizeof(int)))
+			st->err = errno;
+		close(fds[i]);
+	}
+	return NULL;
+}
+
+/*
+ * More connects at once than the backlog holds, while the server accepts: as with TCP, every one
+ * completes (TCP's dropped SYNs are retried; a busy rdmasock listener's REJ makes the client retry
+ * RDMA) and carries its data.  Each client writes at once, as TCP needs with syncookies.
+ */
+TEST_F_TIMEOUT(lone, accept_storm_beyond_the_backlog, 300)
+{
+	enum { N = 12 };
+	int fam = carrier_family(variant->carrier, variant->af), one = 1, fds[N];
+	long long busy = rs_counter("fallback_peer_busy");
+	struct storm st = { .n = N };
+	struct sockaddr_storage ss;
+	socklen_t len = host_addr(variant->af, &ss, 0);
+	bool seen[N] = { false };
+	pthread_t t;
+
+	st.lfd = socket(fam, SOCK_STREAM, 0);
+	ASSERT_LE(0, st.lfd);
+	ASSERT_EQ(0, setsockopt(st.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	ASSERT_EQ(0, bind(st.lfd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(0, listen(st.lfd, 2));
+	ASSERT_EQ(0, getsockname(st.lfd, (struct sockaddr *)&ss, &len));
+	for (int i = 0; i < N; i++) {
+		fds[i] = socket(fam, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		ASSERT_LE(0, fds[i]);
+		if (connect(fds[i], (struct sockaddr *)&ss, len))
+			ASSERT_EQ(EINPROGRESS, errno);
+	}
+	ASSERT_EQ(0, pthread_create(&t, NULL, storm_acceptor, &st));
+	for (int i = 0; i < N; i++) {
+		int err;
+		socklen_t elen = sizeof(err);
+
+		ASSERT_EQ(POLLOUT, poll_one(fds[i], POLLOUT, 120000) & POLLOUT) {
+			TH_LOG("client %d: mode %d reason %d", i, rs_getint(fds[i], RDMASOCK_MODE),
+			       rs_getint(fds[i], RDMASOCK_FALLBACK_REASON));
+		}
+		ASSERT_EQ(0, getsockopt(fds[i], SOL_SOCKET, SO_ERROR, &err, &elen));
+		ASSERT_EQ(0, err);
+		ASSERT_TRUE(carried_as_expected(variant->carrier, fds[i])) {
+			TH_LOG("client %d: fallback reason %d", i, rs_getint(fds[i], RDMASOCK_FALLBACK_REASON));
+		}
+		ASSERT_EQ(sizeof(i), send(fds[i], &i, sizeof(i), 0));
+	}
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, st.err);
+	for (int i = 0; i < N; i++) {
+		ASSERT_TRUE(st.who[i] >= 0 && st.who[i] < N && !seen[st.who[i]]);
+		seen[st.who[i]] = true;
+		close(fds[i]);
+	}
+	EXPECT_EQ(busy, rs_counter("fallback_peer_busy"));
+	close(st.lfd);
+}
+
 static int read_proc_int(const char *path)
 {
 	FILE *f = fopen(path, "r");

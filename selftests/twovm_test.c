@@ -307,7 +307,20 @@ static void *pump_pattern(void *p)
 	return NULL;
 }
 
-TEST(a_rdma_across_the_wire)
+/* Every phase is a test of one fixture: the harness runs them in this order. */
+FIXTURE(wire) {
+	int unused;
+};
+
+FIXTURE_SETUP(wire)
+{
+}
+
+FIXTURE_TEARDOWN(wire)
+{
+}
+
+TEST_F(wire, a_rdma_across_the_wire)
 {
 	struct pump p = { 0 };
 	unsigned char buf[65536];
@@ -384,19 +397,6 @@ static void *read_outcome(void *p)
 
 	*fd = n < 0 ? -errno : (int)n;
 	return NULL;
-}
-
-/* Phases with more than the harness's default 30 s run in this empty fixture. */
-FIXTURE(wire) {
-	int unused;
-};
-
-FIXTURE_SETUP(wire)
-{
-}
-
-FIXTURE_TEARDOWN(wire)
-{
 }
 
 TEST_F_TIMEOUT(wire, b_silent_peer_detected_by_keepalive, 120)
@@ -517,7 +517,7 @@ static void echo_once(struct __test_metadata *_metadata, int fd)
 	ASSERT_EQ(0, memcmp(buf, "hello", 5));
 }
 
-TEST(d_peer_without_rdmasock)
+TEST_F(wire, d_peer_without_rdmasock)
 {
 	int fd;
 
@@ -531,7 +531,7 @@ TEST(d_peer_without_rdmasock)
 	ASSERT_EQ(0, quit_phase(PORT_NOMOD));
 }
 
-TEST(e_peer_without_rdma_device)
+TEST_F(wire, e_peer_without_rdma_device)
 {
 	int fd;
 
