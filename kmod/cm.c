@@ -22,7 +22,7 @@
 /* Receive WRs are reposted at once, so an RNR NAK is transient: retry it for ever. */
 #define RS_RNR_RETRY_INFINITE	7
 #define RS_REJ_HELLO		0x52534801U	/* REJ private data: "your hello does not parse" */
-#define RS_REJ_BUSY		0x52534802U	/* REJ private data: "my backlog is full, try again" */
+#define RS_REJ_BUSY		0x52534802U	/* REJ private data: "backlog full, retry" */
 /*
  * A full backlog drops a TCP SYN and the client retries for about two minutes.  A busy REJ makes
  * us retry RDMA 100 ms, 200 ms ... then every 1.6 s, for about 30 s, before TCP takes over.

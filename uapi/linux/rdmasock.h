@@ -49,7 +49,7 @@ enum rdmasock_fallback_reason {
 	RDMASOCK_REASON_FORCED = 6,		/* RDMASOCK_FORCE_TCP or policy */
 	RDMASOCK_REASON_NEG_CACHE = 7,		/* destination recently had no rdmasock */
 	RDMASOCK_REASON_PEER_TCP = 8,		/* accepted: the client spoke plain TCP */
-	RDMASOCK_REASON_PEER_BUSY = 9,		/* listener's backlog stayed full through the retries */
+	RDMASOCK_REASON_PEER_BUSY = 9,		/* listener stayed busy (backlog full) */
 	RDMASOCK_REASON_MAX
 };
 
