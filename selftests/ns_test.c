@@ -159,10 +159,13 @@ TEST(netns_sockets_work_and_leave_nothing_behind)
 		netns_child();
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	/* The namespace's sockets are gone, and so are their module references. */
-	for (int i = 0; i < 100 && read_long(REFCNT_PATH) != refcnt; i++)
+	/*
+	 * The namespace's sockets are gone, and so are their module references (sockets of earlier
+	 * tests may still be finishing their close in the background: at most as many as before).
+	 */
+	for (int i = 0; i < 100 && read_long(REFCNT_PATH) > refcnt; i++)
 		usleep(50000);
-	ASSERT_EQ(refcnt, read_long(REFCNT_PATH));
+	ASSERT_GE(refcnt, read_long(REFCNT_PATH));
 	ASSERT_EQ(sockets, proc_sockets());
 }
 

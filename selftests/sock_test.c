@@ -928,6 +928,20 @@ TEST_F(lone, listener_shut_rd_stops_accept)
 	close(lfd);
 }
 
+/* A host on the subnet that does not exist: the neighbour lookup fails, for both carriers alike. */
+TEST_F_TIMEOUT(lone, connect_to_an_absent_host_is_unreachable, 60)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = host_addr(variant->af, &ss, 7);
+
+	if (variant->af == AF_INET)
+		inet_pton(AF_INET, "10.11.0.99", &((struct sockaddr_in *)&ss)->sin_addr);
+	else
+		inet_pton(AF_INET6, "fd11::99", &((struct sockaddr_in6 *)&ss)->sin6_addr);
+	ASSERT_EQ(-1, connect(self->fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(EHOSTUNREACH, errno);
+}
+
 struct storm {
 	int lfd;
 	int n;

@@ -559,6 +559,19 @@ TEST_F(wire, e_peer_without_rdma_device)
 	ASSERT_EQ(RDMASOCK_REASON_NEG_CACHE, rs_getint(fd, RDMASOCK_FALLBACK_REASON));
 	echo_once(_metadata, fd);
 	close(fd);
+	/* Fallback forbidden: the cache is not consulted, and the unanswered attempt times out. */
+	{
+		struct sockaddr_storage ss;
+		socklen_t len = peer_addr(&ss, PORT_NORXE);
+		int one = 1;
+
+		fd = socket(rs_family_number(), SOCK_STREAM, 0);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, setsockopt(fd, SOL_RDMASOCK, RDMASOCK_NO_FALLBACK, &one, sizeof(one)));
+		ASSERT_EQ(-1, connect(fd, (struct sockaddr *)&ss, len));
+		ASSERT_EQ(ETIMEDOUT, errno);
+		close(fd);
+	}
 	ASSERT_EQ(0, quit_phase(PORT_NORXE));
 }
 
