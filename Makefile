@@ -18,7 +18,7 @@ endif
 HARNESS := $(CACHE)/selftests/kselftest_harness.h
 CHECKPATCH := $(CACHE)/scripts/checkpatch.pl
 
-.PHONY: all modules userlib selftests deps lint check check-debug demo bench clean help
+.PHONY: all modules userlib selftests deps lint check check-debug soak demo bench clean help
 all: modules userlib selftests
 
 help:
@@ -29,6 +29,7 @@ help:
 	@echo "make check      run every selftest in the VM on 6.1 and 6.12"
 	@echo "make check-debug  the same on a KASAN+lockdep+kmemleak kernel (built once)"
 	@echo "make demo       run an unchanged TCP program pair over rdmasock in the VM"
+	@echo "make soak       1,000 connections, a long fuzz run and the stress suite in the VM"
 	@echo "make bench      rdmasock vs TCP vs raw verbs in one VM run (table, JSON, plot)"
 
 deps:
@@ -75,6 +76,13 @@ check-debug:
 	@$(MAKE) -s userlib selftests
 	@$(MAKE) -s KVER=$$(cat $(BUILD)/debug-kernel/current/release) modules
 	@RDMASOCK_VM_MEM=2048 $(TOP)/selftests/check.sh debug
+
+# Longer than make check affords: SOAK_KERNEL=6.12 for the other kernel.
+SOAK_KERNEL ?= 6.1
+soak:
+	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"
+	@$(MAKE) -s all
+	@$(TOP)/selftests/vm/run --kernel $(SOAK_KERNEL) --mem 2048 --timeout 3600 -- $(TOP)/selftests/soak.sh
 
 bench:
 	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Many concurrent connections (RDMASOCK_CONNS, default 1000): all open at once, every one carries
+ * data both ways, then all close; for rdmasock each must be in RDMA mode, and the registered ring
+ * memory per connection is reported.  Rings are kept at their minimum (SO_RCVBUF 0 gives 16 KiB)
+ * so that a 1 GiB guest holds them all.  Run by `make soak`; TCP runs the same as the oracle.
+ */
+#define _GNU_SOURCE
+#include <sys/resource.h>
+#include "lib.h"
+#include "kselftest_harness.h"
+
+FIXTURE(many) {
+	int n;
+	int *cfd, *sfd;
+};
+
+FIXTURE_VARIANT(many) {
+	enum carrier carrier;
+};
+
+FIXTURE_VARIANT_ADD(many, tcp4) { .carrier = CARRIER_TCP };
+FIXTURE_VARIANT_ADD(many, rdma4) { .carrier = CARRIER_RDMASOCK };
+
+FIXTURE_SETUP(many)
+{
+	struct rlimit rl = { 8192, 8192 };
+
+	self->n = getenv("RDMASOCK_CONNS") ? atoi(getenv("RDMASOCK_CONNS")) : 1000;
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &rl));
+	self->cfd = calloc(self->n, sizeof(int));
+	self->sfd = calloc(self->n, sizeof(int));
+	ASSERT_TRUE(self->cfd && self->sfd);
+}
+
+FIXTURE_TEARDOWN(many)
+{
+	free(self->cfd);
+	free(self->sfd);
+}
+
+TEST_F_TIMEOUT(many, all_open_at_once_and_carry_data, 900)
+{
+	int fam = carrier_family(variant->carrier, AF_INET), zero = 0, lfd;
+	unsigned long long ring_bytes = 0;
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	lfd = make_listener(variant->carrier, AF_INET, &ss, &len);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &zero, sizeof(zero)));
+	for (int i = 0; i < self->n; i++) {
+		self->cfd[i] = socket(fam, SOCK_STREAM, 0);
+		ASSERT_LE(0, self->cfd[i]);
+		ASSERT_EQ(0, setsockopt(self->cfd[i], SOL_SOCKET, SO_RCVBUF, &zero, sizeof(zero)));
+		ASSERT_EQ(0, connect(self->cfd[i], (struct sockaddr *)&ss, len)) {
+			TH_LOG("connection %d: errno %d", i, errno);
+		}
+		self->sfd[i] = accept(lfd, NULL, NULL);
+		ASSERT_LE(0, self->sfd[i]);
+		ASSERT_TRUE(carried_as_expected(variant->carrier, self->cfd[i])) {
+			TH_LOG("connection %d fell back: reason %d", i,
+			       rs_getint(self->cfd[i], RDMASOCK_FALLBACK_REASON));
+		}
+	}
+	/* All open: each carries its own bytes both ways. */
+	for (int i = 0; i < self->n; i++) {
+		unsigned char out[512], in[512];
+
+		for (int k = 0; k < 512; k++)
+			out[k] = pattern_byte(k, i);
+		ASSERT_EQ(0, write_all(self->cfd[i], out, sizeof(out)));
+		ASSERT_EQ(0, read_all(self->sfd[i], in, sizeof(in)));
+		ASSERT_EQ(0, memcmp(in, out, sizeof(in)));
+		ASSERT_EQ(0, write_all(self->sfd[i], in, sizeof(in)));
+		ASSERT_EQ(0, read_all(self->cfd[i], out, sizeof(out)));
+		ASSERT_EQ(0, memcmp(in, out, sizeof(in)));
+		if (variant->carrier == CARRIER_RDMASOCK) {
+			struct rdmasock_info info;
+			socklen_t ilen = sizeof(info);
+
+			ASSERT_EQ(0, getsockopt(self->cfd[i], SOL_RDMASOCK, RDMASOCK_INFO, &info,
+						&ilen));
+			ring_bytes += info.rx_ring_size + info.tx_ring_size;
+		}
+	}
+	if (variant->carrier == CARRIER_RDMASOCK)
+		TH_LOG("%d connections over RDMA: %llu KiB of rings per connection end", self->n,
+		       ring_bytes / self->n / 1024);
+	for (int i = 0; i < self->n; i++) {
+		close(self->cfd[i]);
+		close(self->sfd[i]);
+	}
+	close(lfd);
+}
+
+TEST_HARNESS_MAIN
