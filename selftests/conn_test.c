@@ -3,7 +3,7 @@
  * Many concurrent connections (RDMASOCK_CONNS, default 1000): all open at once, every one carries
  * data both ways, then all close; for rdmasock each must be in RDMA mode, and the registered ring
  * memory per connection is reported.  Rings are kept at their minimum (SO_RCVBUF 0 gives 16 KiB)
- * so that a 1 GiB guest holds them all.  Run by `make soak`; TCP runs the same as the oracle.
+ * so that a 1 GiB guest holds them all (37 s with boot on 6.12).  TCP runs the same as the oracle.
  */
 #define _GNU_SOURCE
 #include <sys/resource.h>
