@@ -181,6 +181,20 @@ static inline size_t scaled(size_t bytes)
 	return getenv("RDMASOCK_SLOW") ? bytes / 8 : bytes;
 }
 
+/* The number at the start of a /proc or /sys file, or -1. */
+static inline long read_long(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
 /* A counter of /proc/net/rdmasock_stat ("name netns global"): this namespace's value, or -1. */
 static inline long long rs_counter(const char *name)
 {

@@ -83,19 +83,6 @@ TEST_F(priv, unprivileged_user_cannot_change_tunables)
 
 /* ---- network namespaces ---- */
 
-static long read_long(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	long v = -1;
-
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 /* Lines of /proc/net/rdmasock below the header: this namespace's sockets. */
 static int proc_sockets(void)
 {

@@ -1025,24 +1025,11 @@ TEST_F_TIMEOUT(lone, accept_storm_beyond_the_backlog, 300)
 	close(st.lfd);
 }
 
-static int read_proc_int(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	int v = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 /* Absurd buffer sizes are clamped as TCP clamps them, and the connection still works. */
 TEST_F(lone, absurd_buffer_sizes_are_clamped)
 {
-	int rmem_max = read_proc_int("/proc/sys/net/core/rmem_max");
-	int wmem_max = read_proc_int("/proc/sys/net/core/wmem_max");
+	int rmem_max = read_long("/proc/sys/net/core/rmem_max");
+	int wmem_max = read_long("/proc/sys/net/core/wmem_max");
 	int huge = INT_MAX, neg = -1, zero = 0, val, s, lfd;
 	struct stream_arg a = { .len = 1 << 20, .seed = 3, .chunk = 4000 };
 	struct sockaddr_storage ss;

@@ -238,21 +238,29 @@ static int server_main(void)
 
 /* ---- client role ---- */
 
-static int wait_for_port(unsigned short port)
+/* A plain TCP connection to @port of the peer, retried for up to a minute while it comes up. */
+static int tcp_connect_when_up(unsigned short port)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = peer_addr(&ss, port);
 
 	for (int i = 0; i < 600; i++) {
 		int fd = socket(AF_INET, SOCK_STREAM, 0);
-		int ok = !connect(fd, (struct sockaddr *)&ss, len);
 
+		if (!connect(fd, (struct sockaddr *)&ss, len))
+			return fd;
 		close(fd);
-		if (ok)
-			return 0;
 		usleep(100000);
 	}
 	return -1;
+}
+
+static int wait_for_port(unsigned short port)
+{
+	int fd = tcp_connect_when_up(port);
+
+	close(fd);
+	return fd < 0 ? -1 : 0;
 }
 
 static int quit_phase(unsigned short port)
@@ -352,18 +360,7 @@ TEST_F(wire, a_rdma_across_the_wire)
 /* A plain TCP connection to the server's control port, once it listens. */
 static int ctrl_connect(void)
 {
-	struct sockaddr_storage ss;
-	socklen_t len = peer_addr(&ss, PORT_CTRL);
-
-	for (int i = 0; i < 600; i++) {
-		int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-		if (!connect(fd, (struct sockaddr *)&ss, len))
-			return fd;
-		close(fd);
-		usleep(100000);
-	}
-	return -1;
+	return tcp_connect_when_up(PORT_CTRL);
 }
 
 static int tcp_connect_peer(unsigned short port)
