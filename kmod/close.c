@@ -94,12 +94,11 @@ static bool rs_rdma_live(struct rs_sock *rs)
 }
 
 /* FIN follows the last staged byte: rs_tx_push() sends it once they are all posted. */
-int rs_send_fin(struct rs_sock *rs)
+void rs_send_fin(struct rs_sock *rs)
 {
 	if (!rs_rdma_live(rs) || test_and_set_bit(RS_F_FIN_PENDING, &rs->flags))
-		return 0;
+		return;
 	rs_tx_push(rs);
-	return 0;
 }
 
 int rs_shutdown(struct rs_sock *rs, int how)

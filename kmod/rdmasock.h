@@ -8,6 +8,8 @@
 
 #include <linux/types.h>
 #include <linux/net.h>
+#include <linux/list.h>
+#include <linux/irq_poll.h>
 #include <linux/workqueue.h>
 #include <net/sock.h>
 #include <rdma/ib_verbs.h>
@@ -104,6 +106,8 @@ enum rs_flag {
 	RS_F_TX_BLOCKED,	/* a writer waits for the peer to free ring space */
 	RS_F_WANT_SENT,		/* WANT_CONSUMED sent, no CONSUMED since */
 	RS_F_PEER_WANTS,	/* peer sent WANT_CONSUMED: report the next consumption */
+	RS_F_TX_MARKER,		/* a signaled WRITE (tx_marker) is in flight */
+	RS_F_AUTOCORKED,	/* small writes held until tx_marker completes */
 };
 
 struct rs_sock {
@@ -122,6 +126,8 @@ struct rs_sock {
 	struct rdma_cm_id *cm_id;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
+	spinlock_t cq_lock;		/* one poller at a time: irq_poll or a busy reader (cq.c) */
+	struct irq_poll cq_iop;
 	struct ib_qp *qp;
 	struct rs_ring rx;		/* the peer writes here */
 	struct rs_ring tx;		/* staging, mirrors the peer's ring offset for offset */
@@ -156,6 +162,7 @@ struct rs_sock {
 	u64 tx_acked;			/* bytes the peer says it consumed */
 	u32 sq_posted;			/* WRs posted */
 	u32 sq_done;			/* WRs known complete */
+	u32 tx_marker;			/* seq of the signaled WRITE autocork waits for */
 	unsigned long flags;		/* enum rs_flag */
 	int cm_result;			/* outcome of an active connect */
 	unsigned int busy_tries;	/* connects a busy listener turned away */
@@ -233,6 +240,9 @@ void rs_ring_sync(struct rs_ring *ring, u32 off, u32 len, bool for_cpu);
 void rs_ring_reg_wr(struct rs_ring *ring, struct ib_reg_wr *wr, int access);
 
 /* tx.c */
+int rs_cq_create(struct rs_sock *rs, struct ib_device *dev, u32 entries);
+void rs_cq_destroy(struct rs_sock *rs);
+bool rs_cq_busy_poll(struct rs_sock *rs);
 int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id);
 void rs_qp_destroy(struct rs_sock *rs);
 int rs_post_reg(struct rs_sock *rs);
@@ -254,7 +264,7 @@ void rs_rx_announce(struct rs_sock *rs, bool force);
 
 /* close.c */
 int rs_shutdown(struct rs_sock *rs, int how);
-int rs_send_fin(struct rs_sock *rs);
+void rs_send_fin(struct rs_sock *rs);
 void rs_release(struct rs_sock *rs);
 void rs_teardown_rdma(struct rs_sock *rs, bool in_handler);
 void rs_close_work(struct work_struct *work);

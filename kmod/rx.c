@@ -242,9 +242,10 @@ static unsigned int rs_busy_poll_budget(struct rs_sock *rs)
 }
 
 /*
- * Busy poll: watch for data a little before sleeping, which saves the wakeup on a fast path.  It
- * yields at every turn (cond_resched): on a small machine the completion may need this very CPU
- * (rxe runs its work there), and spinning without yielding would only delay it.
+ * Busy poll: poll the CQ for data a little before sleeping, which saves the completion event's
+ * softirq hops and the wakeup on a fast path.  It yields at every turn (cond_resched): on a small
+ * machine the device may need this very CPU (rxe runs its work there), and spinning without
+ * yielding would only delay it.
  */
 static bool rs_rx_busy_poll(struct rs_sock *rs, long timeo, u64 pos)
 {
@@ -257,6 +258,7 @@ static bool rs_rx_busy_poll(struct rs_sock *rs, long timeo, u64 pos)
 	end = local_clock() + (u64)us * NSEC_PER_USEC;
 	release_sock(&rs->sk);
 	do {
+		rs_cq_busy_poll(rs);
 		ready = rs_rx_should_wake(rs, pos);
 		if (ready)
 			break;

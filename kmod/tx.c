@@ -9,6 +9,11 @@
  * acknowledged by the responder, never executed again).
  *
  * Only every RS_SIGNAL_EVERY-th WR is signaled: its completion retires it and all WRs before it.
+ *
+ * Autocork (TCP's tcp_autocorking): a WRITE posted while none is in flight is signaled and becomes
+ * the marker; small writes that come before its completion stay staged and leave together when it
+ * completes.  A writer faster than the wire so sends fewer, larger WRITEs; a lone write (or a
+ * ping-pong) finds no marker in flight and goes at once.
  */
 #include <linux/slab.h>
 #include <linux/uio.h>
@@ -20,6 +25,10 @@
 #define RS_SIGNAL_EVERY		16
 #define RS_SQ_CTRL_RESERVE	4	/* SQ slots data may never take: CONSUMED, FIN, RESET */
 #define RS_MAX_INLINE		256
+
+static bool rs_autocork = true;
+module_param_named(autocork, rs_autocork, bool, 0644);
+MODULE_PARM_DESC(autocork, "hold small writes while an earlier one is in flight (as tcp_autocorking)");
 
 static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc);
 
@@ -72,12 +81,9 @@ int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id)
 	for (i = 0; i < rs->sq_depth; i++)
 		rs->txc[i].cqe.done = rs_send_done;
 	/* Room for every WR of both queues and the drain markers: a full CQ stalls drain. */
-	rs->cq = ib_alloc_cq(id->device, rs, rs->sq_depth + rs->rq_depth + 4, 0, IB_POLL_SOFTIRQ);
-	if (IS_ERR(rs->cq)) {
-		err = PTR_ERR(rs->cq);
-		rs->cq = NULL;
+	err = rs_cq_create(rs, id->device, rs->sq_depth + rs->rq_depth + 4);
+	if (err)
 		return err;
-	}
 	/* Not every device does inline sends of this size: retry without. */
 	err = rs_qp_alloc(rs, id, RS_MAX_INLINE);
 	if (err)
@@ -95,10 +101,7 @@ void rs_qp_destroy(struct rs_sock *rs)
 			ib_destroy_qp(rs->qp);
 		rs->qp = NULL;
 	}
-	if (rs->cq) {
-		ib_free_cq(rs->cq);
-		rs->cq = NULL;
-	}
+	rs_cq_destroy(rs);
 	kfree(rs->txc);
 	rs->txc = NULL;
 }
@@ -113,6 +116,7 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rs_txctx *ctx = container_of(wc->wr_cqe, struct rs_txctx, cqe);
 	struct rs_sock *rs = cq->cq_context;
+	bool uncork;
 
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		if (test_bit(RS_F_DYING, &rs->flags) || !test_bit(RS_F_CM_EST, &rs->flags)) {
@@ -134,7 +138,13 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	/* A signaled WR retires every WR posted before it (RC send queues complete in order). */
 	if ((s32)(ctx->seq + 1 - rs->sq_done) > 0)
 		rs->sq_done = ctx->seq + 1;
+	if (test_bit(RS_F_TX_MARKER, &rs->flags) && (s32)(ctx->seq - rs->tx_marker) >= 0)
+		clear_bit(RS_F_TX_MARKER, &rs->flags);
+	uncork = !test_bit(RS_F_TX_MARKER, &rs->flags) &&
+		 test_and_clear_bit(RS_F_AUTOCORKED, &rs->flags);
 	spin_unlock(&rs->lock);
+	if (uncork)
+		rs_tx_push(rs);
 	rs->sk.sk_write_space(&rs->sk);
 	wake_up_all(&rs->close_wait);
 }
@@ -236,6 +246,8 @@ static int rs_post_write(struct rs_sock *rs, u32 off, u32 len)
 {
 	struct ib_rdma_wr wr = {};
 	struct ib_sge sge;
+	bool marker;
+	int err;
 
 	sge.addr = rs->tx.mr->iova + off;
 	sge.length = len;
@@ -253,7 +265,13 @@ static int rs_post_write(struct rs_sock *rs, u32 off, u32 len)
 	} else {
 		rs_ring_sync(&rs->tx, off, len, false);
 	}
-	return __rs_post(rs, &wr.wr, false, false, len);
+	marker = !test_bit(RS_F_TX_MARKER, &rs->flags);
+	err = __rs_post(rs, &wr.wr, marker, false, len);
+	if (!err && marker) {
+		rs->tx_marker = rs->sq_posted - 1;
+		set_bit(RS_F_TX_MARKER, &rs->flags);
+	}
+	return err;
 }
 
 /*
@@ -411,7 +429,8 @@ static u32 rs_cork_flush_size(struct rs_sock *rs)
 
 /*
  * Send or hold what sendmsg staged.  TCP_CORK and MSG_MORE hold small amounts back so that a
- * header and a body written separately travel in one WRITE; anything else goes out at once.
+ * header and a body written separately travel in one WRITE; autocork holds small amounts while
+ * a WRITE is in flight (its completion pushes them); anything else goes out at once.
  */
 static void rs_tx_flush(struct rs_sock *rs, bool more)
 {
@@ -422,6 +441,13 @@ static void rs_tx_flush(struct rs_sock *rs, bool more)
 	if (more && held < rs_cork_flush_size(rs)) {
 		if (!test_bit(RS_F_DYING, &rs->flags))
 			queue_delayed_work(rs_wq, &rs->push_work, RS_CORK_CEILING);
+		spin_unlock_bh(&rs->lock);
+		return;
+	}
+	/* Under rs->lock, as the marker's completion: it cannot slip between test and set. */
+	if (READ_ONCE(rs_autocork) && held < rs_cork_flush_size(rs) &&
+	    test_bit(RS_F_TX_MARKER, &rs->flags)) {
+		set_bit(RS_F_AUTOCORKED, &rs->flags);
 		spin_unlock_bh(&rs->lock);
 		return;
 	}
@@ -464,8 +490,11 @@ int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 		/* Bytes beyond this call are certain: hold only what may still grow. */
 		rs_tx_flush(rs, more || copied < len);
 	}
-	/* A partial write returns what was staged: it must not sit there without MSG_MORE. */
-	if (copied)
+	/*
+	 * A partial write returns what was staged: it must not sit there without MSG_MORE.  (A full
+	 * one was flushed as such by its last turn.)
+	 */
+	if (copied && copied < len)
 		rs_tx_flush(rs, more);
 	if (copied)
 		return copied;

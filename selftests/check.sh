@@ -1,9 +1,14 @@
 #!/bin/bash
 # `make check`: on each kernel given, run the single-VM selftests and the two-VM test in the VM,
 # then print one line "N passed, N failed" summed over everything.  Exit non-zero on any failure.
+#
+# "debug" is the debug-kernel lane (KASAN, lockdep, kmemleak: selftests/debug-kernel/): built once
+# and cached, then RDMASOCK_DEBUG_TESTS run on it (default: the subset below, which keeps a CI run
+# on a fresh machine under an hour with the kernel build; "all": every test, one VM and two VMs).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 total_pass=0 total_fail=0
+DEBUG_SUBSET="sock_test stress_test fallback_test observe_test hostile_test fuzz_test ns_test devremove_test"
 
 # add_results DIR RC LABEL: sum DIR/results/summary; a failed VM run with no failing test counts 1.
 add_results() {
@@ -21,12 +26,27 @@ add_results() {
 	total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail))
 }
 
+# debug_lane: build (or take from the cache) the debug kernel and the module for it.
+debug_lane() {
+	"$top/selftests/debug-kernel/build.sh" &&
+		make -s -C "$top" KVER="$(cat "$top/build/debug-kernel/current/release")" modules
+}
+
 for k in "$@"; do
 	out=$(mktemp -d /tmp/rdmasock-check.XXXXXX)
 	echo "==== kernel $k (logs: $out)"
-	"$top/selftests/vm/run" --kernel "$k" --mem "${RDMASOCK_VM_MEM:-1024}" --timeout 2400 --out "$out/one" -- "$top/selftests/run_tests.sh"
-	add_results "$out/one" $? "kernel $k, one VM"
-	"$top/selftests/vm/run" --kernel "$k" --mem "${RDMASOCK_VM_MEM:-1024}" --two-vm --timeout 900 --out "$out/two" -- "$top/selftests/run_tests.sh"
+	mem=${RDMASOCK_VM_MEM:-1024} timeout=2400 tests=${RDMASOCK_TESTS:-} two_vm=1
+	if [ "$k" = debug ]; then
+		debug_lane || { add_results "$out" 1 "debug kernel build"; continue; }
+		mem=2048 timeout=3600 tests=${RDMASOCK_DEBUG_TESTS:-$DEBUG_SUBSET}
+		[ "$tests" = all ] && tests="" || two_vm=0
+	fi
+	RDMASOCK_TESTS=$tests "$top/selftests/vm/run" --kernel "$k" --mem "$mem" --timeout "$timeout" \
+		--out "$out/one" -- "$top/selftests/run_tests.sh"
+	add_results "$out/one" $? "kernel $k, one VM${tests:+ ($tests)}"
+	[ $two_vm = 1 ] || continue
+	RDMASOCK_TESTS=$tests "$top/selftests/vm/run" --kernel "$k" --mem "$mem" --two-vm --timeout 900 \
+		--out "$out/two" -- "$top/selftests/run_tests.sh"
 	add_results "$out/two/client" $? "kernel $k, two VMs"
 done
 echo "$total_pass passed, $total_fail failed"

@@ -141,7 +141,8 @@ TEST_F(obs, proc_line_matches)
 	ASSERT_EQ(0, rx);
 }
 
-TEST_F(obs, rdmasock_stat_shows_it)
+/* Two python3 start-ups: beyond the default 30 s on the debug kernel under TCG. */
+TEST_F_TIMEOUT(obs, rdmasock_stat_shows_it, 180)
 {
 	char cmd[256], out[4096] = "", want[64];
 	FILE *p;

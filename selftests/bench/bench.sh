@@ -15,7 +15,10 @@ mkdir -p "$out"
 "$top/selftests/vm/run" --kernel "${RDMASOCK_BENCH_KERNEL:-6.1}" --mem 2048 --timeout 1500 \
 	--out "$out" -- "$top/selftests/bench/inside.sh" > "$out/vm.log" 2>&1 ||
 	{ tail -n 30 "$out/vm.log"; echo "bench: the VM run failed (log: $out/vm.log)"; exit 1; }
-python3 "$top/selftests/bench/report.py" "$out/bench.jsonl" | tee "$out/report.txt"
+# With an earlier run on record, the report adds each ratio's spread between the two runs.
+earlier=()
+[ -s "$top/build/bench/latest.jsonl" ] && earlier=("$top/build/bench/latest.jsonl")
+python3 "$top/selftests/bench/report.py" "$out/bench.jsonl" "${earlier[@]}" | tee "$out/report.txt"
 cp "$out/bench.jsonl" "$top/build/bench/latest.jsonl"
 if command -v gnuplot > /dev/null && [ -s "$out/lat-tcp.txt" ] && [ -s "$out/lat-rdma.txt" ]; then
 	gnuplot <<PLOT

@@ -23,6 +23,9 @@ echo "bench: ping-pong 64 B"
 for c in tcp rdma rdma-busy; do
 	$b pingpong $c 64 3000 "$out/lat-$c.txt" >> "$j"
 done
+echo 0 > /sys/module/rdmasock/parameters/autocork
+RS_BENCH_TAG=-noautocork $b pingpong rdma 64 3000 >> "$j"
+echo 1 > /sys/module/rdmasock/parameters/autocork
 # ib_write_lat reports half a round trip.
 perf_pair ib_write_lat -R -F -s 64 -n 3000 | awk '$1 == 64 && NF >= 8 {
 	printf "{\"test\":\"pingpong\",\"carrier\":\"ib_write_lat\",\"size\":64,\"avg_us\":%.2f,\"p50_us\":%.2f,\"p99_us\":%.2f}\n", 2*$6, 2*$5, 2*$8 }' >> "$j"
@@ -32,6 +35,12 @@ for size in 65536 4096 64; do
 	for c in tcp rdma; do
 		$b stream $c $size 3 >> "$j"
 	done
+	# The ring size's effect: 32 KiB rings (SO_RCVBUF/SO_SNDBUF 16 KiB, doubled as for TCP).
+	[ $size = 65536 ] && RS_BENCH_BUF=16384 $b stream rdma $size 3 >> "$j"
+	# Autocork's effect.
+	echo 0 > /sys/module/rdmasock/parameters/autocork
+	RS_BENCH_TAG=-noautocork $b stream rdma $size 3 >> "$j"
+	echo 1 > /sys/module/rdmasock/parameters/autocork
 	perf_pair ib_write_bw -R -F -s $size -D 3 | awk -v s=$size '$1 == s && NF >= 5 {
 		printf "{\"test\":\"stream\",\"carrier\":\"ib_write_bw\",\"size\":%d,\"MBps\":%.2f,\"msgs_per_s\":%.0f}\n", s, $4, $5 * 1e6 }' >> "$j"
 done
@@ -44,6 +53,7 @@ echo "bench: 1000 concurrent connections"
 for c in tcp rdma; do
 	$b conns $c 1000 >> "$j"
 done
+RS_BENCH_BUF=16384 $b conns rdma 1000 >> "$j"
 
 echo "bench: unchanged programs (sockperf, iperf3) over rdmasock"
 run="$top/build/userlib/rdmasock-run -q --"

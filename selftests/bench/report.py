@@ -1,54 +1,116 @@
 #!/usr/bin/env python3
-"""Turn bench.jsonl into the table `make bench` prints: figures and ratios from one VM run."""
+"""Turn bench.jsonl into the table `make bench` prints: figures and ratios from one VM run.
+
+report.py RUN.jsonl [EARLIER.jsonl]: with an earlier run, also the spread of every ratio between the
+two runs (ratios are what `make bench` promises to reproduce, within about 10 %).
+"""
 import json
 import sys
 
-rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+
+def load(path):
+    return [json.loads(line) for line in open(path) if line.strip()]
 
 
-def get(test, carrier, key, size=None):
-    for r in rows:
-        if r["test"] == test and r["carrier"] == carrier and (size is None or r.get("size") == size):
-            return r.get(key)
-    return None
+def getter(rows):
+    def get(test, carrier, key, size=None):
+        for r in rows:
+            if r["test"] == test and r["carrier"] == carrier and (size is None or r.get("size") == size):
+                return r.get(key)
+        return None
+    return get
 
 
-def fmt(v, unit=""):
-    return "-" if v is None else f"{v:,.1f}{unit}"
+def fmt(v):
+    return "-" if v is None else f"{v:,.1f}"
 
 
 def ratio(a, b):
-    return "-" if a is None or not b else f"{a / b:.2f}"
+    return None if a is None or not b else a / b
 
 
-print("== 64 B ping-pong round trip (us)")
-print(f"{'carrier':<14}{'avg':>10}{'p50':>10}{'p99':>10}")
-for c in ("tcp", "rdmasock", "rdmasock-busy", "ib_write_lat"):
-    print(f"{c:<14}{fmt(get('pingpong', c, 'avg_us')):>10}{fmt(get('pingpong', c, 'p50_us')):>10}"
-          f"{fmt(get('pingpong', c, 'p99_us')):>10}")
-rs, busy, tcp, raw = (get("pingpong", c, "p50_us")
-                      for c in ("rdmasock", "rdmasock-busy", "tcp", "ib_write_lat"))
-print(f"ratios (p50): blocking rdmasock/tcp {ratio(rs, tcp)} (target <= 1), "
-      f"busy-poll rdmasock/ib_write_lat {ratio(busy, raw)} (target <= 1.25)")
-print()
-print("== stream throughput (MB/s; msgs/s for 64 B)")
-print(f"{'size':<8}{'tcp':>12}{'rdmasock':>12}{'ib_write_bw':>13}{'rs/tcp':>9}{'rs/raw':>9}")
-for size in (65536, 4096, 64):
-    key = "msgs_per_s" if size == 64 else "MBps"
-    t, r, w = (get("stream", c, key, size) for c in ("tcp", "rdmasock", "ib_write_bw"))
-    print(f"{size:<8}{fmt(t):>12}{fmt(r):>12}{fmt(w):>13}{ratio(r, t):>9}{ratio(r, w):>9}")
-nv = get("stream", "nvme-rdma", "MBps")
-print(f"in-kernel reference: NVMe over RDMA sequential reads {fmt(nv)} MB/s")
-print()
-print("== connections")
-for c in ("tcp", "rdmasock"):
-    print(f"{c:<10} set-up {fmt(get('connrate', c, 'conn_per_s'))}/s, time to first byte "
-          f"{fmt(get('connrate', c, 'ttfb_us'))} us; 1000 open: "
-          f"{get('conns', c, 'carried_data')} carried data, kernel "
-          f"{fmt(get('conns', c, 'kernel_kb_per_conn'))} KiB/conn, registered "
-          f"{fmt(get('conns', c, 'registered_kb_per_conn'))} KiB/conn")
-print()
-print("== unchanged programs")
-for c in ("tcp", "rdmasock"):
-    print(f"{c:<10} sockperf 64 B round trip {fmt(get('sockperf', c, 'avg_us'))} us, "
-          f"iperf3 {fmt(get('iperf3', c, 'MBps'))} MB/s")
+def rfmt(v):
+    return "-" if v is None else f"{v:.2f}"
+
+
+def ratios(get):
+    """The ratios the targets are stated in, name -> (value, target text)."""
+    pp = {c: get("pingpong", c, "p50_us") for c in ("tcp", "rdmasock", "rdmasock-busy", "ib_write_lat")}
+    r = {
+        "ping-pong p50 rdmasock/tcp": (ratio(pp["rdmasock"], pp["tcp"]), "<= 1"),
+        "ping-pong p50 busy-poll/ib_write_lat": (ratio(pp["rdmasock-busy"], pp["ib_write_lat"]), "<= 1.25"),
+        "ping-pong p50 busy-poll/tcp": (ratio(pp["rdmasock-busy"], pp["tcp"]), ""),
+    }
+    for size in (65536, 4096):
+        rs = get("stream", "rdmasock", "MBps", size)
+        r[f"stream {size} rdmasock/ib_write_bw"] = (ratio(rs, get("stream", "ib_write_bw", "MBps", size)),
+                                                  ">= 0.9" if size == 65536 else "")
+        r[f"stream {size} rdmasock/tcp"] = (ratio(rs, get("stream", "tcp", "MBps", size)), "")
+    r["stream 65536 32k-rings/default"] = (ratio(get("stream", "rdmasock-buf16k", "MBps", 65536),
+                                                 get("stream", "rdmasock", "MBps", 65536)), "")
+    for size in (65536, 4096, 64):
+        key = "msgs_per_s" if size == 64 else "MBps"
+        r[f"stream {size} autocork on/off"] = (ratio(get("stream", "rdmasock", key, size),
+                                                    get("stream", "rdmasock-noautocork", key, size)), "")
+    r["ping-pong p50 autocork on/off"] = (ratio(pp["rdmasock"], get("pingpong", "rdmasock-noautocork", "p50_us")), "")
+    r["stream 64 msgs/s rdmasock/tcp"] = (ratio(get("stream", "rdmasock", "msgs_per_s", 64),
+                                                get("stream", "tcp", "msgs_per_s", 64)), ">= 1")
+    r["stream 64 msgs/s rdmasock/ib_write_bw"] = (ratio(get("stream", "rdmasock", "msgs_per_s", 64),
+                                                        get("stream", "ib_write_bw", "msgs_per_s", 64)), "")
+    r["set-up rate rdmasock/tcp"] = (ratio(get("connrate", "rdmasock", "conn_per_s"),
+                                           get("connrate", "tcp", "conn_per_s")), "")
+    r["sockperf round trip rdmasock/tcp"] = (ratio(get("sockperf", "rdmasock", "avg_us"),
+                                                   get("sockperf", "tcp", "avg_us")), "")
+    r["iperf3 rdmasock/tcp"] = (ratio(get("iperf3", "rdmasock", "MBps"), get("iperf3", "tcp", "MBps")), "")
+    return r
+
+
+def report(rows):
+    get = getter(rows)
+    print("== 64 B ping-pong round trip (us)")
+    print(f"{'carrier':<20}{'avg':>10}{'p50':>10}{'p99':>10}")
+    for c in ("tcp", "rdmasock", "rdmasock-busy", "rdmasock-noautocork", "ib_write_lat"):
+        print(f"{c:<20}{fmt(get('pingpong', c, 'avg_us')):>10}{fmt(get('pingpong', c, 'p50_us')):>10}"
+              f"{fmt(get('pingpong', c, 'p99_us')):>10}")
+    print()
+    print("== stream throughput (MB/s; msgs/s for 64 B)")
+    print(f"{'size':<8}{'tcp':>12}{'rdmasock':>12}{'no autocork':>13}{'ib_write_bw':>13}{'rs/tcp':>9}"
+          f"{'rs/raw':>9}")
+    for size in (65536, 4096, 64):
+        key = "msgs_per_s" if size == 64 else "MBps"
+        t, r, n, w = (get("stream", c, key, size)
+                      for c in ("tcp", "rdmasock", "rdmasock-noautocork", "ib_write_bw"))
+        print(f"{size:<8}{fmt(t):>12}{fmt(r):>12}{fmt(n):>13}{fmt(w):>13}{rfmt(ratio(r, t)):>9}"
+              f"{rfmt(ratio(r, w)):>9}")
+    print(f"65536 B with 32 KiB rings (SO_RCVBUF/SO_SNDBUF 16 KiB): "
+          f"{fmt(get('stream', 'rdmasock-buf16k', 'MBps', 65536))} MB/s")
+    print(f"in-kernel reference: NVMe over RDMA sequential reads {fmt(get('stream', 'nvme-rdma', 'MBps'))} MB/s")
+    print()
+    print("== connections")
+    for c in ("tcp", "rdmasock"):
+        print(f"{c:<16} set-up {fmt(get('connrate', c, 'conn_per_s'))}/s, "
+              f"time to first byte {fmt(get('connrate', c, 'ttfb_us'))} us")
+    for c in ("tcp", "rdmasock", "rdmasock-buf16k"):
+        print(f"{c:<16} {get('conns', c, 'count')} open at once: {get('conns', c, 'carried_data')} carried "
+              f"data; per connection end: kernel memory {fmt(get('conns', c, 'kernel_kb_per_conn'))} "
+              f"KiB, registered {fmt(get('conns', c, 'registered_kb_per_conn'))} KiB")
+    print()
+    print("== unchanged programs")
+    for c in ("tcp", "rdmasock"):
+        print(f"{c:<16} sockperf 64 B round trip {fmt(get('sockperf', c, 'avg_us'))} us, "
+              f"iperf3 {fmt(get('iperf3', c, 'MBps'))} MB/s")
+    print()
+
+
+rows = load(sys.argv[1])
+report(rows)
+now = ratios(getter(rows))
+before = ratios(getter(load(sys.argv[2]))) if len(sys.argv) > 2 else None
+print("== ratios" + (" (this run, the earlier run, spread)" if before else ""))
+for name, (v, target) in now.items():
+    line = f"{name:<42}{rfmt(v):>8}"
+    if before:
+        b = before[name][0]
+        spread = "-" if v is None or b is None else f"{abs(v - b) / max(v, b) * 100:.0f} %"
+        line += f"{rfmt(b):>8}{spread:>7}"
+    print(line + (f"   target {target}" if target else ""))

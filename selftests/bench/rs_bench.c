@@ -8,9 +8,13 @@
  *   rs_bench conns    tcp|rdma COUNT                       COUNT connections open at once, each
  *                                                          carrying data; memory per connection
  * Server and client are two processes on the VM's own address.  Output: one JSON object per run.
+ * RS_BENCH_BUF=N in the environment sets SO_RCVBUF and SO_SNDBUF to N on every socket (the ring
+ * sizes of an rdmasock connection follow them); the carrier's name then ends in "-bufNk".
+ * RS_BENCH_TAG=-x appends -x to the carrier's name (a module setting the caller changed).
  */
 #define _GNU_SOURCE
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include "../lib.h"
@@ -31,28 +35,74 @@ static int cmp_double(const void *a, const void *b)
 }
 
 static int busy_poll_us;	/* "rdma-busy": SO_BUSY_POLL on both ends */
+static int sock_buf;		/* RS_BENCH_BUF */
+static char carrier_name[64];
 
 static enum carrier parse_carrier(const char *s)
 {
+	enum carrier c = strcmp(s, "tcp") ? CARRIER_RDMASOCK : CARRIER_TCP;
+	const char *buf = getenv("RS_BENCH_BUF");
+	int n;
+
 	if (!strcmp(s, "rdma-busy"))
 		busy_poll_us = 200;
-	return strcmp(s, "tcp") ? CARRIER_RDMASOCK : CARRIER_TCP;
+	sock_buf = buf ? atoi(buf) : 0;
+	n = snprintf(carrier_name, sizeof(carrier_name), "%s",
+		     c == CARRIER_TCP ? "tcp" : busy_poll_us ? "rdmasock-busy" : "rdmasock");
+	if (sock_buf)
+		n += snprintf(carrier_name + n, sizeof(carrier_name) - n, "-buf%dk", sock_buf >> 10);
+	if (getenv("RS_BENCH_TAG"))
+		snprintf(carrier_name + n, sizeof(carrier_name) - n, "%s", getenv("RS_BENCH_TAG"));
+	return c;
 }
 
-static void set_busy_poll(int fd)
+/* Busy poll and buffer sizes, for every socket the benchmark makes (before connect or listen). */
+static void tune_socket(int fd)
 {
 	if (busy_poll_us)
 		setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &busy_poll_us, sizeof(busy_poll_us));
+	if (sock_buf) {
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sock_buf, sizeof(sock_buf));
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sock_buf, sizeof(sock_buf));
+	}
+}
+
+/* A listener on the VM's own address, tuned like the clients (children inherit the settings). */
+static int listener(enum carrier c, struct sockaddr_storage *ss, socklen_t *len, int backlog)
+{
+	int one = 1, fd = socket(carrier_family(c, AF_INET), SOCK_STREAM, 0);
+
+	if (fd < 0)
+		goto fail;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	tune_socket(fd);
+	*len = host_addr(AF_INET, ss, 0);
+	if (bind(fd, (struct sockaddr *)ss, *len) || listen(fd, backlog) ||
+	    getsockname(fd, (struct sockaddr *)ss, len))
+		goto fail;
+	return fd;
+fail:
+	perror("rs_bench: listener");
+	exit(1);
 }
 
 static int connect_to(enum carrier c, struct sockaddr_storage *ss, socklen_t len)
 {
 	int one = 1, fd = socket(carrier_family(c, AF_INET), SOCK_STREAM, 0);
 
+	if (fd < 0) {
+		perror("rs_bench: socket");
+		exit(1);
+	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	set_busy_poll(fd);
+	tune_socket(fd);
 	if (connect(fd, (struct sockaddr *)ss, len)) {
-		perror("connect");
+		perror("rs_bench: connect");
+		exit(1);
+	}
+	if (!carried_as_expected(c, fd)) {	/* a TCP figure labelled rdmasock would mislead */
+		fprintf(stderr, "rs_bench: the connection fell back to TCP (reason %d)\n",
+			rs_getint(fd, RDMASOCK_FALLBACK_REASON));
 		exit(1);
 	}
 	return fd;
@@ -62,7 +112,7 @@ static int bench_pingpong(enum carrier c, size_t size, int iters, const char *sa
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int lfd = make_listener(c, AF_INET, &ss, &len), fd, one = 1;
+	int lfd = listener(c, &ss, &len, 16), fd, one = 1;
 	char *buf = calloc(1, size);
 	double *rtt = calloc(iters, sizeof(double)), sum = 0;
 	pid_t pid = fork();
@@ -70,7 +120,6 @@ static int bench_pingpong(enum carrier c, size_t size, int iters, const char *sa
 	if (!pid) {
 		fd = accept(lfd, NULL, NULL);
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		set_busy_poll(fd);
 		while (!read_all(fd, buf, size))
 			if (write_all(fd, buf, size))
 				break;
@@ -100,7 +149,7 @@ static int bench_pingpong(enum carrier c, size_t size, int iters, const char *sa
 	qsort(rtt, iters, sizeof(double), cmp_double);
 	printf("{\"test\":\"pingpong\",\"carrier\":\"%s\",\"size\":%zu,\"iters\":%d,"
 	       "\"avg_us\":%.2f,\"p50_us\":%.2f,\"p99_us\":%.2f}\n",
-	       c == CARRIER_TCP ? "tcp" : busy_poll_us ? "rdmasock-busy" : "rdmasock", size, iters, sum / iters, rtt[iters / 2],
+	       carrier_name, size, iters, sum / iters, rtt[iters / 2],
 	       rtt[iters * 99 / 100]);
 	return 0;
 }
@@ -109,7 +158,7 @@ static int bench_stream(enum carrier c, size_t size, double seconds)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int lfd = make_listener(c, AF_INET, &ss, &len), fd;
+	int lfd = listener(c, &ss, &len, 16), fd;
 	char *buf = calloc(1, size > 65536 ? size : 65536);
 	long long total = 0, msgs = 0;
 	int pipefd[2];
@@ -144,7 +193,7 @@ static int bench_stream(enum carrier c, size_t size, double seconds)
 	waitpid(pid, NULL, 0);
 	close(fd);
 	printf("{\"test\":\"stream\",\"carrier\":\"%s\",\"size\":%zu,\"MBps\":%.2f,\"msgs_per_s\":%.0f,"
-	       "\"bytes\":%lld}\n", c == CARRIER_TCP ? "tcp" : "rdmasock", size,
+	       "\"bytes\":%lld}\n", carrier_name, size,
 	       total / (t - t0), msgs / ((t - t0) / 1e6), total);
 	return 0;
 }
@@ -153,7 +202,7 @@ static int bench_connrate(enum carrier c, int count)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int lfd = make_listener(c, AF_INET, &ss, &len);
+	int lfd = listener(c, &ss, &len, 16);
 	double t0, ttfb = 0;
 	char b = 'x';
 	pid_t pid = fork();
@@ -182,7 +231,7 @@ static int bench_connrate(enum carrier c, int count)
 
 	waitpid(pid, NULL, 0);
 	printf("{\"test\":\"connrate\",\"carrier\":\"%s\",\"count\":%d,\"conn_per_s\":%.1f,"
-	       "\"ttfb_us\":%.1f}\n", c == CARRIER_TCP ? "tcp" : "rdmasock", count,
+	       "\"ttfb_us\":%.1f}\n", carrier_name, count,
 	       count / (el / 1e6), ttfb / count);
 	return 0;
 }
@@ -201,41 +250,59 @@ static long meminfo_kb(const char *key)
 	return v;
 }
 
+/* Registered memory (both rings) of one rdmasock connection end; 0 for TCP. */
+static long long ring_bytes(enum carrier c, int fd)
+{
+	struct rdmasock_info info;
+	socklen_t l = sizeof(info);
+
+	if (c != CARRIER_RDMASOCK || getsockopt(fd, SOL_RDMASOCK, RDMASOCK_INFO, &info, &l))
+		return 0;
+	return (long long)info.rx_ring_size + info.tx_ring_size;
+}
+
+/*
+ * COUNT connections open at once, all in this process (2 x COUNT descriptors), each carrying 64
+ * bytes each way.  Memory per connection end (a host holds one end of a connection between two
+ * hosts; here both are in one VM): MemAvailable before and after, and the rings' sizes.
+ */
 static int bench_conns(enum carrier c, int count)
 {
+	struct rlimit rl = { .rlim_cur = 2 * count + 64, .rlim_max = 2 * count + 64 };
+	int *cfd = calloc(count, sizeof(int)), *sfd = calloc(count, sizeof(int));
 	struct sockaddr_storage ss;
+	long used0 = meminfo_kb("MemAvailable:"), used;
+	long long registered = 0;
+	int lfd, carried = 0;
 	socklen_t len;
-	int lfd = make_listener(c, AF_INET, &ss, &len), *cfd = calloc(count, sizeof(int));
-	int *sfd = calloc(count, sizeof(int)), carried = 0;
-	long used0 = meminfo_kb("MemAvailable:");
-	long long ring_bytes = 0;
 	char buf[64] = { 0 };
 
-	listen(lfd, count);
+	if (setrlimit(RLIMIT_NOFILE, &rl)) {
+		perror("rs_bench: RLIMIT_NOFILE");
+		return 1;
+	}
+	lfd = listener(c, &ss, &len, count);
 	for (int i = 0; i < count; i++) {
 		cfd[i] = connect_to(c, &ss, len);
 		sfd[i] = accept(lfd, NULL, NULL);
-		if (sfd[i] < 0)
+		if (sfd[i] < 0) {
+			fprintf(stderr, "rs_bench: accept %d: %s\n", i, strerror(errno));
 			return 1;
-	}
-	for (int i = 0; i < count; i++) {
-		if (write_all(cfd[i], buf, sizeof(buf)) || read_all(sfd[i], buf, sizeof(buf)))
-			return 1;
-		carried++;
-		if (c == CARRIER_RDMASOCK) {
-			struct rdmasock_info info;
-			socklen_t l = sizeof(info);
-
-			getsockopt(cfd[i], SOL_RDMASOCK, RDMASOCK_INFO, &info, &l);
-			ring_bytes += info.rx_ring_size + info.tx_ring_size;
 		}
 	}
-	long used = used0 - meminfo_kb("MemAvailable:");
-
+	for (int i = 0; i < count; i++) {
+		if (write_all(cfd[i], buf, sizeof(buf)) || read_all(sfd[i], buf, sizeof(buf)) ||
+		    write_all(sfd[i], buf, sizeof(buf)) || read_all(cfd[i], buf, sizeof(buf))) {
+			fprintf(stderr, "rs_bench: connection %d: %s\n", i, strerror(errno));
+			return 1;
+		}
+		carried++;
+		registered += ring_bytes(c, cfd[i]) + ring_bytes(c, sfd[i]);
+	}
+	used = used0 - meminfo_kb("MemAvailable:");
 	printf("{\"test\":\"conns\",\"carrier\":\"%s\",\"count\":%d,\"carried_data\":%d,"
 	       "\"kernel_kb_per_conn\":%.1f,\"registered_kb_per_conn\":%.1f}\n",
-	       c == CARRIER_TCP ? "tcp" : "rdmasock", count, carried, (double)used / count,
-	       ring_bytes / 1024.0 / count);
+	       carrier_name, count, carried, used / 2.0 / count, registered / 2048.0 / count);
 	for (int i = 0; i < count; i++) {
 		close(cfd[i]);
 		close(sfd[i]);
