@@ -108,6 +108,7 @@ enum rs_flag {
 	RS_F_PEER_WANTS,	/* peer sent WANT_CONSUMED: report the next consumption */
 	RS_F_TX_MARKER,		/* a signaled WRITE (tx_marker) is in flight */
 	RS_F_AUTOCORKED,	/* small writes held until tx_marker completes */
+	RS_F_READ_SINCE_TX,	/* data read since our last WRITE: request/response */
 };
 
 struct rs_sock {

@@ -313,6 +313,8 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 				spin_lock_bh(&rs->lock);
 				rs->rx_cons = pos;
 				spin_unlock_bh(&rs->lock);
+				/* For autocork (tx.c): request/response traffic. */
+				set_bit(RS_F_READ_SINCE_TX, &rs->flags);
 				rs_rx_announce(rs, false);
 			}
 			if (copied >= len)

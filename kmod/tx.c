@@ -12,8 +12,9 @@
  *
  * Autocork (TCP's tcp_autocorking): a WRITE posted while none is in flight is signaled and becomes
  * the marker; small writes that come before its completion stay staged and leave together when it
- * completes.  A writer faster than the wire so sends fewer, larger WRITEs; a lone write (or a
- * ping-pong) finds no marker in flight and goes at once.
+ * completes.  A writer faster than the wire so sends fewer, larger WRITEs; a lone write finds no
+ * marker in flight and goes at once, and a write that follows a read (request/response) is no
+ * marker, so a ping-pong pays no extra completion.
  */
 #include <linux/slab.h>
 #include <linux/uio.h>
@@ -265,7 +266,12 @@ static int rs_post_write(struct rs_sock *rs, u32 off, u32 len)
 	} else {
 		rs_ring_sync(&rs->tx, off, len, false);
 	}
-	marker = !test_bit(RS_F_TX_MARKER, &rs->flags);
+	/*
+	 * A marker costs a send completion.  A write that follows a read is request/response
+	 * traffic, where the next write waits for an answer anyway: no marker then.
+	 */
+	marker = !test_bit(RS_F_TX_MARKER, &rs->flags) &&
+		 !test_and_clear_bit(RS_F_READ_SINCE_TX, &rs->flags);
 	err = __rs_post(rs, &wr.wr, marker, false, len);
 	if (!err && marker) {
 		rs->tx_marker = rs->sq_posted - 1;

@@ -9,14 +9,27 @@ addr=$RDMASOCK_ADDR
 j=$out/bench.jsonl
 : > "$j"
 
-perf_pair() {	# perftest server + client, prints the client's output
+perf_once() {	# perftest server + client; the client's output in $out/perftest.txt
 	local tool=$1; shift
 	"$tool" "$@" > /dev/null 2>&1 &
 	local srv=$!
 	for ((i = 0; i < 50; i++)); do ss -ltn 'sport = :18515' | grep -q LISTEN && break; sleep 0.1; done
 	sleep 0.3
-	"$tool" "$@" "$addr" 2>&1
-	wait $srv
+	"$tool" "$@" "$addr" > "$out/perftest.txt" 2>&1
+	# A client that failed (perftest sometimes crashes) leaves the server waiting for ever.
+	kill $srv 2> /dev/null
+	wait $srv 2> /dev/null
+}
+
+perf_pair() {	# prints the client's output; one retry when perftest fails (it sometimes does)
+	local tries
+	for tries in 1 2; do
+		perf_once "$@"
+		cat "$out/perftest.txt" >> "$out/perftest.log"
+		grep -q '^ *[0-9]' "$out/perftest.txt" && ! grep -qiE 'fail|error' "$out/perftest.txt" && break
+		echo "bench: $1 $* failed (try $tries): $(tail -n 2 "$out/perftest.txt" | tr '\n' ' ')" >&2
+	done
+	cat "$out/perftest.txt"
 }
 
 echo "bench: ping-pong 64 B"
