@@ -78,6 +78,7 @@ FIXTURE_VARIANT(stress) {
 	enum carrier carrier;
 	int af;
 	int rcvbuf;	/* 0: default */
+	int busy_poll;	/* SO_BUSY_POLL (us) on every socket: readers poll the CQ themselves */
 };
 
 FIXTURE_VARIANT_ADD(stress, tcp4) { .carrier = CARRIER_TCP, .af = AF_INET };
@@ -86,6 +87,17 @@ FIXTURE_VARIANT_ADD(stress, rdma6) { .carrier = CARRIER_RDMASOCK, .af = AF_INET6
 FIXTURE_VARIANT_ADD(stress, rdma4_tiny_rings) {
 	.carrier = CARRIER_RDMASOCK, .af = AF_INET, .rcvbuf = 2048
 };
+FIXTURE_VARIANT_ADD(stress, tcp4_busy_poll) {
+	.carrier = CARRIER_TCP, .af = AF_INET, .busy_poll = 50
+};
+FIXTURE_VARIANT_ADD(stress, rdma4_busy_poll) {
+	.carrier = CARRIER_RDMASOCK, .af = AF_INET, .busy_poll = 50
+};
+
+static int set_busy_poll(int fd, int us)
+{
+	return us ? setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &us, sizeof(us)) : 0;
+}
 
 FIXTURE_SETUP(stress)
 {
@@ -110,6 +122,8 @@ FIXTURE_SETUP(stress)
 		ASSERT_EQ(0, connect(self->c[i], (struct sockaddr *)&ss, len));
 		self->s[i] = accept(lfd, NULL, NULL);
 		ASSERT_LE(0, self->s[i]);
+		ASSERT_EQ(0, set_busy_poll(self->c[i], variant->busy_poll));
+		ASSERT_EQ(0, set_busy_poll(self->s[i], variant->busy_poll));
 		ASSERT_TRUE(carried_as_expected(variant->carrier, self->c[i]));
 		ASSERT_TRUE(carried_as_expected(variant->carrier, self->s[i]));
 	}
@@ -153,6 +167,25 @@ TEST_F_TIMEOUT(stress, random_writes_both_ways_all_connections, 300)
 		ASSERT_EQ(16384, info.tx_ring_size);
 		ASSERT_EQ(BYTES_EACH, info.bytes_sent);
 		ASSERT_EQ(BYTES_EACH, info.bytes_received);
+	}
+}
+
+/* Request/response on every connection at once: each answer checked, in order. */
+TEST_F_TIMEOUT(stress, ping_pong_on_all_connections, 300)
+{
+	for (int round = 0; round < 200; round++) {
+		for (int i = 0; i < CONNS; i++) {
+			unsigned char q[64], a[64];
+
+			memset(q, round + i, sizeof(q));
+			ASSERT_EQ(0, write_all(self->c[i], q, sizeof(q)));
+			ASSERT_EQ(0, read_all(self->s[i], a, sizeof(a)));
+			ASSERT_EQ(0, memcmp(q, a, sizeof(q)));
+			a[0] ^= 0xff;
+			ASSERT_EQ(0, write_all(self->s[i], a, sizeof(a)));
+			ASSERT_EQ(0, read_all(self->c[i], q, sizeof(q)));
+			ASSERT_EQ(0, memcmp(q, a, sizeof(q)));
+		}
 	}
 }
 

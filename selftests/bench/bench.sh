@@ -27,8 +27,9 @@ set output "$out/latency.png"
 set title "64 B ping-pong round trip, CDF (rxe, TCG VM, 2 vCPUs)"
 set xlabel "round trip (us)"; set ylabel "fraction"; set grid; set key bottom right
 set logscale x
-plot "< sort -n $out/lat-tcp.txt | awk '{print \$1, NR/3000}'" with lines lw 2 title "kernel TCP", \
-     "< sort -n $out/lat-rdma.txt | awk '{print \$1, NR/3000}'" with lines lw 2 title "rdmasock"
+plot "< sort -n $out/lat-tcp.txt | awk -v n=$(wc -l < "$out/lat-tcp.txt") '{print \$1, NR/n}'" with lines lw 2 title "kernel TCP", \
+     "< sort -n $out/lat-rdma.txt | awk -v n=$(wc -l < "$out/lat-rdma.txt") '{print \$1, NR/n}'" with lines lw 2 title "rdmasock", \
+     "< sort -n $out/lat-rdma-busy.txt | awk -v n=$(wc -l < "$out/lat-rdma-busy.txt") '{print \$1, NR/n}'" with lines lw 2 title "rdmasock, busy poll"
 PLOT
 	echo "bench: plot $out/latency.png"
 fi

@@ -12,13 +12,33 @@ def load(path):
     return [json.loads(line) for line in open(path) if line.strip()]
 
 
+def values(rows, test, carrier, key, size=None):
+    return [r[key] for r in rows if r["test"] == test and r["carrier"] == carrier and
+            (size is None or r.get("size") == size) and r.get(key) is not None]
+
+
 def getter(rows):
+    """A figure is the median of its rounds."""
     def get(test, carrier, key, size=None):
-        for r in rows:
-            if r["test"] == test and r["carrier"] == carrier and (size is None or r.get("size") == size):
-                return r.get(key)
-        return None
+        v = sorted(values(rows, test, carrier, key, size))
+        return v[len(v) // 2] if v else None
     return get
+
+
+def round_spreads(rows):
+    """Within one run: (max - min) / median of each figure measured in several rounds."""
+    out = {}
+    for r in rows:
+        for key in ("p50_us", "MBps", "msgs_per_s", "conn_per_s"):
+            if key not in r or (r["test"] == "stream" and (key == "MBps") == (r.get("size") == 64)):
+                continue
+            name = (r["test"], r["carrier"], r.get("size"), key)
+            if name in out:
+                continue
+            v = sorted(values(rows, *name[:2], key, r.get("size")))
+            if len(v) > 1 and v[len(v) // 2]:
+                out[name] = (v[-1] - v[0]) / v[len(v) // 2]
+    return out
 
 
 def fmt(v):
@@ -104,6 +124,12 @@ def report(rows):
 
 rows = load(sys.argv[1])
 report(rows)
+spreads = round_spreads(rows)
+if spreads:
+    print("== spread between the rounds of this run, (max - min) / median")
+    for (test, carrier, size, key), v in sorted(spreads.items(), key=lambda kv: -kv[1]):
+        print(f"{test:<10}{carrier:<22}{str(size or ''):<9}{key:<12}{v * 100:>5.0f} %")
+    print()
 now = ratios(getter(rows))
 before = ratios(getter(load(sys.argv[2]))) if len(sys.argv) > 2 else None
 print("== ratios" + (" (this run, the earlier run, spread)" if before else ""))
