@@ -88,6 +88,7 @@ struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern)
 	INIT_WORK(&rs->close_work, rs_close_work);
 	rs_keepalive_init(rs);
 	rs_tx_init(rs);
+	rs_grow_init(rs);
 	init_waitqueue_head(&rs->close_wait);
 	rs->no_fallback = !rs_fallback_default;
 	rs_count(net, RS_CNT_SOCKETS);
@@ -598,9 +599,9 @@ static void rs_fill_info(struct rs_sock *rs, struct rdmasock_info *info)
 		info->local_qpn = rs->qp->qp_num;
 		info->remote_qpn = rs->remote_qpn;
 	}
-	info->rx_ring_size = rs->rx.size;
-	info->tx_ring_size = rs->tx.size;
 	spin_lock_bh(&rs->lock);
+	info->rx_ring_size = rs_rx_ring_size(rs);
+	info->tx_ring_size = rs->tx.size;
 	info->bytes_sent = rs->bytes_sent;
 	info->bytes_received = rs->bytes_received;
 	info->rx_queued = rs->rx_prod - rs->rx_cons;
@@ -659,9 +660,9 @@ static int rs_rdma_tcp_info(struct rs_sock *rs, char __user *optval, int __user 
 		return -EFAULT;
 	len = min_t(unsigned int, len, sizeof(info));
 	info.tcpi_state = rs->sk.sk_state;
-	info.tcpi_snd_mss = rs->tx.size;
-	info.tcpi_rcv_mss = rs->rx.size;
 	spin_lock_bh(&rs->lock);
+	info.tcpi_snd_mss = rs->tx.size;
+	info.tcpi_rcv_mss = rs_rx_ring_size(rs);
 	info.tcpi_bytes_sent = rs->bytes_sent;
 	info.tcpi_bytes_acked = rs->tx_acked;
 	info.tcpi_bytes_received = rs->bytes_received;

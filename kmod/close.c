@@ -62,6 +62,8 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 	if (rs->cm_id && rs->qp && !in_handler)
 		rdma_disconnect(rs->cm_id);
 	rs_qp_destroy(rs);
+	if (rs->pd)
+		rs_grow_free(rs);
 	rs_ring_free(&rs->rx);
 	rs_ring_free(&rs->tx);
 	if (rs->pd) {

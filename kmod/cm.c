@@ -39,6 +39,7 @@ static void rs_hello_build(struct rs_sock *rs, struct rs_hello *h)
 	memset(h, 0, sizeof(*h));
 	h->magic = cpu_to_be32(RS_HELLO_MAGIC);
 	h->version = RS_PROTO_VERSION;
+	h->flags = RS_HELLO_F_GROW;
 	h->len = cpu_to_be16(sizeof(*h));
 	h->ring_addr = cpu_to_be64(rs->rx.mr->iova);
 	h->ring_rkey = cpu_to_be32(rs->rx.mr->rkey);
@@ -53,8 +54,8 @@ static int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len)
 
 	if (!data || len < sizeof(*h) || be32_to_cpu(h->magic) != RS_HELLO_MAGIC)
 		return -EPROTO;
-	if (h->version != RS_PROTO_VERSION || be16_to_cpu(h->len) != sizeof(*h) || h->flags ||
-	    h->reserved[0] || h->reserved[1])
+	if (h->version != RS_PROTO_VERSION || be16_to_cpu(h->len) != sizeof(*h) ||
+	    (h->flags & ~RS_HELLO_FLAGS) || h->reserved[0] || h->reserved[1])
 		return -EPROTONOSUPPORT;
 	size = be32_to_cpu(h->ring_size);
 	if (size < RS_RING_MIN || size > RS_RING_MAX || size % 4096 || size % PAGE_SIZE)
@@ -62,18 +63,12 @@ static int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len)
 	rs->peer_ring_addr = be64_to_cpu(h->ring_addr);
 	rs->peer_rkey = be32_to_cpu(h->ring_rkey);
 	rs->tx.size = size;
+	if (h->flags & RS_HELLO_F_GROW)
+		set_bit(RS_F_PEER_GROWS, &rs->flags);
 	return 0;
 }
 
 /* ---- connection resources ---- */
-
-static u32 rs_ring_size(struct rs_sock *rs, struct ib_device *dev)
-{
-	u32 max = min_t(u32, RS_RING_MAX, dev->attrs.max_fast_reg_page_list_len * PAGE_SIZE);
-	u32 want = PAGE_ALIGN(READ_ONCE(rs->sk.sk_rcvbuf));
-
-	return clamp_t(u32, want, RS_RING_MIN, max ? max : RS_RING_MIN);
-}
 
 /* PD, CQ, QP and the receive ring: everything the hello must describe. */
 static int rs_conn_create(struct rs_sock *rs, struct rdma_cm_id *id)
@@ -89,7 +84,9 @@ static int rs_conn_create(struct rs_sock *rs, struct rdma_cm_id *id)
 	err = rs_qp_create(rs, id);
 	if (err)
 		return err;
-	err = rs_ring_alloc(&rs->rx, rs->pd, rs_ring_size(rs, id->device));
+	err = rs_ring_alloc(&rs->rx, rs->pd, rs_ring_start(rs, id->device));
+	if (!err)
+		err = rs_resize_buf_alloc(rs);
 	if (err)
 		return err;
 	rs->port_num = id->port_num;

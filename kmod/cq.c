@@ -91,19 +91,14 @@ void rs_cq_destroy(struct rs_sock *rs)
 }
 
 /*
- * Busy poll: handle what the CQ holds now, from the reader's context.  Returns false when the
+ * Busy poll: handle what the CQ holds now, from the reader's context.  Nothing to do when the
  * connection is being torn down (the CQ may be going away) or the softirq is polling it already.
  */
-bool rs_cq_busy_poll(struct rs_sock *rs)
+void rs_cq_busy_poll(struct rs_sock *rs)
 {
-	bool polled = false;
-
 	if (!spin_trylock_bh(&rs->cq_lock))
-		return false;
-	if (!test_bit(RS_F_DYING, &rs->flags) && rs->cq) {
+		return;
+	if (!test_bit(RS_F_DYING, &rs->flags) && rs->cq)
 		rs_cq_process(rs, RS_CQ_BATCH);
-		polled = true;
-	}
 	spin_unlock_bh(&rs->cq_lock);
-	return polled;
 }

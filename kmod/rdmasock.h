@@ -29,7 +29,7 @@
 struct rs_hello {
 	__be32 magic;
 	u8 version;
-	u8 flags;		/* none defined in version 1: must be zero */
+	u8 flags;		/* RS_HELLO_F_*; any other bit is refused */
 	__be16 len;		/* sizeof(struct rs_hello) */
 	__be64 ring_addr;	/* iova of the sender's receive ring */
 	__be32 ring_rkey;	/* rkey of that ring, valid for this QP's peer only */
@@ -37,12 +37,17 @@ struct rs_hello {
 	__be32 reserved[2];	/* zero */
 };
 
+/* The sender takes RESIZE and answers with SWITCH: its peer may start small and grow the ring. */
+#define RS_HELLO_F_GROW		0x01
+#define RS_HELLO_FLAGS		RS_HELLO_F_GROW
+
 /*
  * The 32-bit immediate of every message says what it is: the top two bits are the type, the low 30
  * bits its argument.
  *   DATA      (RDMA WRITE with immediate) n bytes were written at the receiver's producer cursor.
  *   CONSUMED  (SEND with immediate, no payload) the receiver has consumed up to cursor mod 2^30.
- *   CTRL      (SEND with immediate, no payload) READY, FIN or RESET.
+ *   CTRL      (SEND with immediate) READY, FIN, RESET ...: no payload, but for RESIZE, whose
+ *             payload is one struct rs_resize.
  */
 #define RS_IMM_TYPE_SHIFT	30
 #define RS_IMM_ARG_MASK		(BIT(RS_IMM_TYPE_SHIFT) - 1)
@@ -58,10 +63,20 @@ enum rs_ctrl {
 	RS_CTRL_RESET = 3,	/* abort: I discarded data, as a TCP RST */
 	RS_CTRL_KEEPALIVE = 4,	/* probe: the RC ACK is the answer, no reply */
 	RS_CTRL_WANT_CONSUMED = 5,	/* my window is small: report consumption at once */
+	RS_CTRL_RESIZE = 6,	/* here is a larger ring (payload: rs_resize); answer SWITCH */
+	RS_CTRL_SWITCH = 7,	/* my writes from here on go to the ring of your RESIZE */
+};
+
+/* RESIZE's payload: the receiver's new ring, as in the hello. */
+struct rs_resize {
+	__be64 ring_addr;
+	__be32 ring_rkey;
+	__be32 ring_size;
 };
 
 #define RS_RING_MIN		(16U << 10)
 #define RS_RING_MAX		(4U << 20)	/* < 2^29 keeps the 30-bit cursor unambiguous */
+#define RS_RING_START		RS_RING_MIN	/* a new connection's rings (grow.c) */
 #define RS_MAX_WRITE		BIT(20)		/* one WRITE never carries more */
 
 /* ---- the socket ---- */
@@ -109,6 +124,11 @@ enum rs_flag {
 	RS_F_TX_MARKER,		/* a signaled WRITE (tx_marker) is in flight */
 	RS_F_AUTOCORKED,	/* small writes held until tx_marker completes */
 	RS_F_READ_SINCE_TX,	/* data read since our last WRITE: request/response */
+	RS_F_PEER_GROWS,	/* peer's hello has RS_HELLO_F_GROW: we may send RESIZE */
+	RS_F_RX_GROWING,	/* RESIZE sent: rx_next is registered, SWITCH awaited */
+	RS_F_RX_SWITCHED,	/* SWITCH seen: bytes from rx_switch on land in rx_next */
+	RS_F_TX_RESIZE,		/* peer's RESIZE seen (peer_next_*): switch at the next write */
+	RS_F_SQ_FENCE,		/* a REG_MR waits for the send queue to empty (tx.c) */
 };
 
 struct rs_sock {
@@ -132,6 +152,22 @@ struct rs_sock {
 	struct ib_qp *qp;
 	struct rs_ring rx;		/* the peer writes here */
 	struct rs_ring tx;		/* staging, mirrors the peer's ring offset for offset */
+	/* Growing rings (grow.c). */
+	struct rs_ring rx_next;		/* offered by RESIZE, written from rx_switch on */
+	struct rs_ring tx_old;		/* staging before SWITCH, freed once its WRITEs completed */
+	struct rs_ring tx_next;		/* staging for the peer's RESIZE, until SWITCH is posted */
+	struct rs_resize *resize_buf;	/* the one receive buffer: RESIZE's payload lands here */
+	u64 resize_dma;
+	u64 peer_next_addr;		/* the peer's RESIZE, until we switch */
+	u32 peer_next_rkey;
+	u32 peer_next_size;
+	u32 tx_old_seq;			/* SWITCH's WR: tx_old is free once it completed */
+	/* A REG_MR and its message, posted once the send queue is empty (RS_F_SQ_FENCE). */
+	struct ib_reg_wr fence_reg;
+	struct ib_send_wr fence_msg;
+	struct ib_sge fence_sge;
+	void (*fence_posted)(struct rs_sock *rs);
+	struct work_struct grow_work;	/* allocates and offers rx_next */
 	u32 sq_depth;
 	u32 rq_depth;
 	u32 max_inline;
@@ -155,6 +191,9 @@ struct rs_sock {
 	 * because the completion handlers (softirq) move rx_prod, tx_acked and sq_done.
 	 */
 	spinlock_t lock;
+	u64 rx_base;			/* stream position of rx's offset 0 */
+	u64 rx_switch;			/* RS_F_RX_SWITCHED: first byte in rx_next */
+	u64 tx_base;			/* stream position of tx's (and the peer ring's) offset 0 */
 	u64 rx_prod;			/* bytes the peer has placed in rx */
 	u64 rx_cons;			/* bytes the reader has consumed */
 	u64 rx_announced;		/* consumption last told to the peer */
@@ -234,6 +273,20 @@ void rs_dev_exit(void);
 int rs_dev_attach(struct rs_sock *rs, struct ib_device *ibdev);
 void rs_dev_detach(struct rs_sock *rs);
 
+/* grow.c */
+u32 rs_ring_target(struct rs_sock *rs, struct ib_device *dev);
+u32 rs_ring_start(struct rs_sock *rs, struct ib_device *dev);
+int rs_resize_buf_alloc(struct rs_sock *rs);
+void rs_grow_free(struct rs_sock *rs);
+void rs_grow_init(struct rs_sock *rs);
+u32 rs_rx_ring_size(struct rs_sock *rs);
+void rs_rx_grow_soon(struct rs_sock *rs);
+int rs_rx_resize(struct rs_sock *rs, u32 byte_len);
+int rs_rx_switch(struct rs_sock *rs);
+void rs_rx_switch_done(struct rs_sock *rs);
+bool rs_tx_switch_ready(struct rs_sock *rs);
+void rs_tx_switch(struct rs_sock *rs);
+
 /* ring.c */
 int rs_ring_alloc(struct rs_ring *ring, struct ib_pd *pd, u32 size);
 void rs_ring_free(struct rs_ring *ring);
@@ -243,11 +296,13 @@ void rs_ring_reg_wr(struct rs_ring *ring, struct ib_reg_wr *wr, int access);
 /* tx.c */
 int rs_cq_create(struct rs_sock *rs, struct ib_device *dev, u32 entries);
 void rs_cq_destroy(struct rs_sock *rs);
-bool rs_cq_busy_poll(struct rs_sock *rs);
+void rs_cq_busy_poll(struct rs_sock *rs);
 int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id);
 void rs_qp_destroy(struct rs_sock *rs);
 int rs_post_reg(struct rs_sock *rs);
 int rs_post_ready(struct rs_sock *rs);
+int rs_post_fenced(struct rs_sock *rs, const struct ib_reg_wr *reg, const struct ib_send_wr *msg,
+		   void (*posted)(struct rs_sock *rs));
 int rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled);
 int __rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled);
 int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len);

@@ -2,8 +2,9 @@
 /*
  * rdmasock receive side: receive completions (softirq) and recvmsg.
  *
- * Every message the peer sends carries a 32-bit immediate and consumes one of our receive WRs,
- * which carry no buffer: data lands in the ring by RDMA WRITE, control messages have no payload.
+ * Every message the peer sends carries a 32-bit immediate and consumes one of our receive WRs:
+ * data lands in the ring by RDMA WRITE, control messages have no payload but RESIZE, whose 16 bytes
+ * land in the one buffer all receive WRs share (grow.c says why one is enough).
  * A WR is reposted as soon as its completion is seen.  Nothing the peer sends is trusted: a length
  * that overflows the ring, a cursor that moves backwards or past what we sent, an unknown type or
  * opcode aborts the connection with EPROTO (counted), and never touches memory outside the ring.
@@ -20,10 +21,16 @@ int rs_post_recvs(struct rs_sock *rs, u32 count)
 {
 	const struct ib_recv_wr *bad;
 	struct ib_recv_wr wr = {};
+	struct ib_sge sge;
 	int err = 0;
 
 	rs->recv_cqe.done = rs_recv_done;
+	sge.addr = rs->resize_dma;
+	sge.length = sizeof(*rs->resize_buf);
+	sge.lkey = rs->pd->local_dma_lkey;
 	wr.wr_cqe = &rs->recv_cqe;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
 	spin_lock_bh(&rs->lock);
 	while (count-- && !err && !test_bit(RS_F_DYING, &rs->flags))
 		err = ib_post_recv(rs->qp, &wr, &bad);
@@ -42,12 +49,20 @@ static void rs_proto_error(struct rs_sock *rs, const char *what, u32 imm)
 	rs_abort(rs, -EPROTO);
 }
 
+/* Room the peer may still write into: in rx_next from the switch on (grow.c); rs->lock held. */
+static u32 rs_rx_room(struct rs_sock *rs)
+{
+	if (test_bit(RS_F_RX_SWITCHED, &rs->flags))
+		return rs->rx_next.size - (u32)(rs->rx_prod - max(rs->rx_cons, rs->rx_switch));
+	return rs->rx.size - (u32)(rs->rx_prod - rs->rx_cons);
+}
+
 static int rs_rx_data(struct rs_sock *rs, u32 len)
 {
 	int err = 0;
 
 	spin_lock(&rs->lock);
-	if (!len || len > rs->rx.size - (u32)(rs->rx_prod - rs->rx_cons) ||
+	if (!len || len > rs_rx_room(rs) ||
 	    test_bit(RS_F_PEER_FIN, &rs->flags))
 		err = -EPROTO;
 	else
@@ -58,6 +73,7 @@ static int rs_rx_data(struct rs_sock *rs, u32 len)
 	if (!err) {
 		rs_count_add(sock_net(&rs->sk), RS_CNT_BYTES_RECEIVED, len);
 		rs->sk.sk_data_ready(&rs->sk);
+		rs_rx_grow_soon(rs);
 	}
 	return err;
 }
@@ -112,6 +128,8 @@ static int rs_rx_ctrl(struct rs_sock *rs, u32 code)
 		set_bit(RS_F_PEER_WANTS, &rs->flags);
 		rs_rx_announce(rs, true);
 		return 0;
+	case RS_CTRL_SWITCH:
+		return rs_rx_switch(rs);
 	default:
 		return -EPROTO;
 	}
@@ -158,7 +176,12 @@ static void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		err = wc->opcode == IB_WC_RECV && !wc->byte_len ? rs_rx_consumed(rs, arg) : -EPROTO;
 		break;
 	case RS_IMM_CTRL:
-		err = wc->opcode == IB_WC_RECV && !wc->byte_len ? rs_rx_ctrl(rs, arg) : -EPROTO;
+		if (wc->opcode != IB_WC_RECV)
+			err = -EPROTO;
+		else if (arg == RS_CTRL_RESIZE)
+			err = rs_rx_resize(rs, wc->byte_len);
+		else
+			err = wc->byte_len ? -EPROTO : rs_rx_ctrl(rs, arg);
 		break;
 	default:
 		err = -EPROTO;
@@ -200,19 +223,40 @@ void rs_rx_announce(struct rs_sock *rs, bool force)
 	spin_unlock_bh(&rs->lock);
 }
 
-/* Copy @len bytes at ring position @pos (a byte count since the start) to the reader. */
-static int rs_rx_copy(struct rs_sock *rs, u64 pos, u32 len, struct msghdr *msg)
+/*
+ * The ring that holds stream position @pos, the position of its offset 0 (@base) and how many
+ * bytes from @pos on are there; rs->lock held.  Only the reader (lock_sock) swaps the rings.
+ */
+static struct rs_ring *rs_rx_ring_at(struct rs_sock *rs, u64 pos, u64 *base, u32 *avail)
 {
-	u32 off = pos % rs->rx.size;
-	u32 first = min(len, rs->rx.size - off);
+	if (test_bit(RS_F_RX_SWITCHED, &rs->flags)) {
+		if (pos >= rs->rx_switch) {
+			*base = rs->rx_switch;
+			*avail = rs->rx_prod - pos;
+			return &rs->rx_next;
+		}
+		*base = rs->rx_base;
+		*avail = rs->rx_switch - pos;
+		return &rs->rx;
+	}
+	*base = rs->rx_base;
+	*avail = rs->rx_prod - pos;
+	return &rs->rx;
+}
 
-	rs_ring_sync(&rs->rx, off, first, true);
-	if (copy_to_iter(rs->rx.buf + off, first, &msg->msg_iter) != first)
+/* Copy @len bytes at stream position @pos, all in @ring, to the reader. */
+static int rs_rx_copy(struct rs_ring *ring, u64 base, u64 pos, u32 len, struct msghdr *msg)
+{
+	u32 off = (pos - base) % ring->size;
+	u32 first = min(len, ring->size - off);
+
+	rs_ring_sync(ring, off, first, true);
+	if (copy_to_iter(ring->buf + off, first, &msg->msg_iter) != first)
 		return -EFAULT;
 	if (len == first)
 		return 0;
-	rs_ring_sync(&rs->rx, 0, len - first, true);
-	if (copy_to_iter(rs->rx.buf, len - first, &msg->msg_iter) != len - first)
+	rs_ring_sync(ring, 0, len - first, true);
+	if (copy_to_iter(ring->buf, len - first, &msg->msg_iter) != len - first)
 		return -EFAULT;
 	return 0;
 }
@@ -296,15 +340,18 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 	if (sk->sk_state == TCP_LISTEN)
 		return -ENOTCONN;
 	for (;;) {
-		u32 avail, n;
+		struct rs_ring *ring;
+		u32 avail = 0, n;
+		u64 base;
 
 		spin_lock_bh(&rs->lock);
-		avail = test_bit(RS_F_ABORTED, &rs->flags) ? 0 : rs->rx_prod - pos;
+		if (!test_bit(RS_F_ABORTED, &rs->flags))
+			ring = rs_rx_ring_at(rs, pos, &base, &avail);
 		spin_unlock_bh(&rs->lock);
 		if (avail) {
 			/* As tcp_recvmsg(): a zero-length read with data waiting returns 0. */
 			n = min_t(size_t, avail, len - copied);
-			err = rs_rx_copy(rs, pos, n, msg);
+			err = rs_rx_copy(ring, base, pos, n, msg);
 			if (err)
 				break;
 			pos += n;
@@ -313,8 +360,8 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 				spin_lock_bh(&rs->lock);
 				rs->rx_cons = pos;
 				spin_unlock_bh(&rs->lock);
-				/* For autocork (tx.c): request/response traffic. */
-				set_bit(RS_F_READ_SINCE_TX, &rs->flags);
+				if (test_bit(RS_F_RX_SWITCHED, &rs->flags))
+					rs_rx_switch_done(rs);
 				rs_rx_announce(rs, false);
 			}
 			if (copied >= len)
@@ -344,5 +391,8 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 		}
 		rs_rx_wait(rs, &timeo, pos);
 	}
+	/* For autocork (tx.c): a write after a read is request/response traffic. */
+	if (copied && !peek)
+		set_bit(RS_F_READ_SINCE_TX, &rs->flags);
 	return copied ? copied : err;
 }

@@ -219,7 +219,7 @@ static void rs_seq_show_sock(struct seq_file *seq, struct rs_sock *rs, int idx)
 	struct sockaddr_storage l, r;
 	struct sock *tsk = NULL;
 	u64 sent, rcvd;
-	u32 rxq, txq;
+	u32 rxq, txq, rx_ring, tx_ring;
 	int mode = READ_ONCE(rs->mode);
 
 	spin_lock(&rs->lock);
@@ -231,6 +231,8 @@ static void rs_seq_show_sock(struct seq_file *seq, struct rs_sock *rs, int idx)
 	rcvd = rs->bytes_received;
 	rxq = rs->rx_prod - rs->rx_cons;
 	txq = rs->tx_staged - rs->tx_acked;
+	rx_ring = rs_rx_ring_size(rs);
+	tx_ring = rs->tx.size;
 	spin_unlock(&rs->lock);
 	if (tsk) {
 		rs_tcp_addrs(tsk, &l, &r);
@@ -245,8 +247,8 @@ static void rs_seq_show_sock(struct seq_file *seq, struct rs_sock *rs, int idx)
 	seq_printf(seq, " %02X %s %s %s %u %u %u %llu %llu %u %u %u %u %u %lu\n",
 		   READ_ONCE(rs->sk.sk_state), rs_mode_names[mode], rs_reason_names[rs->reason],
 		   rs->devname[0] ? rs->devname : "-", rs->port_num,
-		   rs->qp ? rs->qp->qp_num : 0, rs->remote_qpn, sent, rcvd, rs->rx.size, rxq,
-		   rs->tx.size, txq, from_kuid_munged(seq_user_ns(seq), sock_i_uid(&rs->sk)),
+		   rs->qp ? rs->qp->qp_num : 0, rs->remote_qpn, sent, rcvd, rx_ring, rxq,
+		   tx_ring, txq, from_kuid_munged(seq_user_ns(seq), sock_i_uid(&rs->sk)),
 		   sock_i_ino(&rs->sk));
 }
 

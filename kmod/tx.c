@@ -32,6 +32,7 @@ module_param_named(autocork, rs_autocork, bool, 0644);
 MODULE_PARM_DESC(autocork, "hold small writes while an earlier one is in flight (as tcp_autocorking)");
 
 static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc);
+static int rs_fence_fire(struct rs_sock *rs);
 
 static void rs_qp_event(struct ib_event *ev, void *ctx)
 {
@@ -117,7 +118,8 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rs_txctx *ctx = container_of(wc->wr_cqe, struct rs_txctx, cqe);
 	struct rs_sock *rs = cq->cq_context;
-	bool uncork;
+	bool uncork, fenced;
+	int fence_err = 0;
 
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		if (test_bit(RS_F_DYING, &rs->flags) || !test_bit(RS_F_CM_EST, &rs->flags)) {
@@ -139,13 +141,20 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	/* A signaled WR retires every WR posted before it (RC send queues complete in order). */
 	if ((s32)(ctx->seq + 1 - rs->sq_done) > 0)
 		rs->sq_done = ctx->seq + 1;
+	fenced = test_bit(RS_F_SQ_FENCE, &rs->flags) && rs->sq_done == rs->sq_posted;
+	if (fenced)
+		fence_err = rs_fence_fire(rs);
 	if (test_bit(RS_F_TX_MARKER, &rs->flags) && (s32)(ctx->seq - rs->tx_marker) >= 0)
 		clear_bit(RS_F_TX_MARKER, &rs->flags);
 	uncork = !test_bit(RS_F_TX_MARKER, &rs->flags) &&
 		 test_and_clear_bit(RS_F_AUTOCORKED, &rs->flags);
 	spin_unlock(&rs->lock);
-	if (uncork)
+	if (fence_err)
+		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: it is gone */
+	if (uncork || fenced)
 		rs_tx_push(rs);
+	if (fenced)
+		rs_rx_announce(rs, false);	/* a report the fence held back */
 	rs->sk.sk_write_space(&rs->sk);
 	wake_up_all(&rs->close_wait);
 }
@@ -165,6 +174,12 @@ static int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, boo
 	lockdep_assert_held(&rs->lock);
 	if (test_bit(RS_F_DYING, &rs->flags) || !rs->qp)
 		return -EPIPE;
+	if (test_bit(RS_F_SQ_FENCE, &rs->flags)) {
+		/* Data waits; control messages go, signaled, so their completion ends the fence. */
+		if (!ctrl)
+			return -ENOBUFS;
+		signal = true;
+	}
 	if (rs->sq_posted - rs->sq_done >= limit)
 		return -ENOBUFS;
 	ctx = &rs->txc[rs->sq_posted % rs->sq_depth];
@@ -185,6 +200,55 @@ static int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, boo
 	if (bytes)
 		rs_count_add(sock_net(&rs->sk), RS_CNT_BYTES_SENT, bytes);
 	return 0;
+}
+
+/* The send queue is empty: post the fenced REG_MR and its message; rs->lock held. */
+static int rs_fence_fire(struct rs_sock *rs)
+{
+	int err;
+
+	clear_bit(RS_F_SQ_FENCE, &rs->flags);
+	err = __rs_post(rs, &rs->fence_reg.wr, false, true, 0);
+	if (!err)
+		err = __rs_post(rs, &rs->fence_msg, rs->fence_msg.send_flags & IB_SEND_SIGNALED,
+				true, 0);
+	if (!err && rs->fence_posted)
+		rs->fence_posted(rs);
+	return err;
+}
+
+/*
+ * Post a REG_MR (and the message that tells the peer about it) once every WR posted before it has
+ * completed; rs->lock held.  rxe walks its send queue again from the oldest unacknowledged WR
+ * when it retransmits, and executes a REG_MR it meets there a second time, which fails (the MR is
+ * no longer free) and kills the QP: a lossy wire did that to a ring growing mid-stream.  So data
+ * stops, a signaled KEEPALIVE covers the unsignaled WRs in flight, control messages posted
+ * meanwhile are signaled, and the completion that empties the queue posts the pair and calls
+ * @posted, still under rs->lock.  Set-up needs none of this: its REG_MRs come first.
+ * -EBUSY when another fence is pending, -ENOBUFS when the queue is full: try again later.
+ */
+int rs_post_fenced(struct rs_sock *rs, const struct ib_reg_wr *reg, const struct ib_send_wr *msg,
+		   void (*posted)(struct rs_sock *rs))
+{
+	int err;
+
+	lockdep_assert_held(&rs->lock);
+	if (test_bit(RS_F_SQ_FENCE, &rs->flags))
+		return -EBUSY;
+	rs->fence_reg = *reg;
+	rs->fence_msg = *msg;
+	if (msg->num_sge) {
+		rs->fence_sge = *msg->sg_list;
+		rs->fence_msg.sg_list = &rs->fence_sge;
+	}
+	rs->fence_posted = posted;
+	set_bit(RS_F_SQ_FENCE, &rs->flags);
+	if (rs->sq_posted == rs->sq_done)
+		return rs_fence_fire(rs);
+	err = __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_KEEPALIVE, true);
+	if (err)
+		clear_bit(RS_F_SQ_FENCE, &rs->flags);
+	return err;
 }
 
 static int rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl, u32 bytes)
@@ -291,7 +355,7 @@ void rs_tx_push(struct rs_sock *rs)
 
 	spin_lock_bh(&rs->lock);
 	while (rs->tx_staged != rs->tx_prod && !err) {
-		u32 off = rs->tx_prod % rs->tx.size;
+		u32 off = (rs->tx_prod - rs->tx_base) % rs->tx.size;
 		u32 len = min_t(u64, rs->tx_staged - rs->tx_prod, rs->tx.size - off);
 
 		len = min_t(u32, len, RS_MAX_WRITE);
@@ -338,16 +402,20 @@ static u32 rs_tx_window(struct rs_sock *rs)
 	return window;
 }
 
-/* Bytes the peer's ring can take now; 0 before the peer is READY. */
+/*
+ * Bytes the peer's ring can take now; 0 before the peer is READY.  Bytes before tx_base are in the
+ * peer's previous ring (grow.c): they take no room in this one.
+ */
 u32 rs_tx_space(struct rs_sock *rs)
 {
 	u32 space, used, window;
 
-	if (!test_bit(RS_F_PEER_READY, &rs->flags) || !rs->tx.size)
-		return 0;
-	window = rs_tx_window(rs);
+	if (!test_bit(RS_F_PEER_READY, &rs->flags) || !rs->tx.size ||
+	    test_bit(RS_F_SQ_FENCE, &rs->flags))
+		return 0;	/* (a fence may swap the staging ring: nothing stages meanwhile) */
 	spin_lock_bh(&rs->lock);
-	used = rs->tx_staged - rs->tx_acked;
+	window = rs_tx_window(rs);
+	used = rs->tx_staged - max(rs->tx_acked, rs->tx_base);
 	space = used < window ? window - used : 0;
 	if (rs->sq_posted - rs->sq_done >= rs->sq_depth - RS_SQ_CTRL_RESERVE)
 		space = 0;
@@ -400,6 +468,8 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo)
 	add_wait_queue(sk_sleep(sk), &wait);
 	for (;;) {
 		err = rs_tx_error(rs);
+		if (!err)
+			rs_tx_switch(rs);	/* the peer offered a larger ring: take it first */
 		if (err || rs_tx_can_write(rs))
 			break;
 		/* Held-back bytes may be what fills the window: they must go before we wait. */
@@ -419,7 +489,8 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo)
 		if (signal_pending(current))
 			break;
 		set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
-		sk_wait_event(sk, timeo, rs_tx_error(rs) || rs_tx_can_write(rs), &wait);
+		sk_wait_event(sk, timeo, rs_tx_error(rs) || rs_tx_can_write(rs) ||
+			      rs_tx_switch_ready(rs), &wait);
 	}
 	remove_wait_queue(sk_sleep(sk), &wait);
 	return err;
@@ -440,31 +511,26 @@ static u32 rs_cork_flush_size(struct rs_sock *rs)
  */
 static void rs_tx_flush(struct rs_sock *rs, bool more)
 {
-	u64 held;
+	bool hold, autocorked;
 
-	spin_lock_bh(&rs->lock);
-	held = rs->tx_staged - rs->tx_prod;
-	if (more && held < rs_cork_flush_size(rs)) {
-		if (!test_bit(RS_F_DYING, &rs->flags))
-			queue_delayed_work(rs_wq, &rs->push_work, RS_CORK_CEILING);
-		spin_unlock_bh(&rs->lock);
-		return;
-	}
 	/* Under rs->lock, as the marker's completion: it cannot slip between test and set. */
-	if (READ_ONCE(rs_autocork) && held < rs_cork_flush_size(rs) &&
-	    test_bit(RS_F_TX_MARKER, &rs->flags)) {
+	spin_lock_bh(&rs->lock);
+	hold = rs->tx_staged - rs->tx_prod < rs_cork_flush_size(rs);
+	autocorked = hold && !more && READ_ONCE(rs_autocork) &&
+		     test_bit(RS_F_TX_MARKER, &rs->flags);
+	if (autocorked)
 		set_bit(RS_F_AUTOCORKED, &rs->flags);
-		spin_unlock_bh(&rs->lock);
-		return;
-	}
+	else if (hold && more && !test_bit(RS_F_DYING, &rs->flags))
+		queue_delayed_work(rs_wq, &rs->push_work, RS_CORK_CEILING);
 	spin_unlock_bh(&rs->lock);
-	rs_tx_push(rs);
+	if (!hold || (!more && !autocorked))
+		rs_tx_push(rs);
 }
 
 /* Copy from the user into the staging ring, at most up to the ring's end. */
 static int rs_tx_stage(struct rs_sock *rs, struct msghdr *msg, size_t want)
 {
-	u32 off = rs->tx_staged % rs->tx.size;
+	u32 off = (rs->tx_staged - rs->tx_base) % rs->tx.size;
 	u32 chunk = min_t(size_t, want, rs->tx.size - off);
 
 	chunk = copy_from_iter(rs->tx.buf + off, chunk, &msg->msg_iter);
@@ -485,10 +551,16 @@ int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 	int err = 0;
 
 	while (copied < len) {
+		size_t want;
+
 		err = rs_tx_wait(rs, &timeo);
 		if (err)
 			break;
-		err = rs_tx_stage(rs, msg, min_t(size_t, len - copied, rs_tx_space(rs)));
+		/* The window can shut again meanwhile (a completion took the last SQ slots). */
+		want = min_t(size_t, len - copied, rs_tx_space(rs));
+		if (!want)
+			continue;
+		err = rs_tx_stage(rs, msg, want);
 		if (err < 0)
 			break;
 		copied += err;

@@ -9,7 +9,10 @@
  * hello_size, hello_flags.  Cases after a valid set-up (the kernel must reset the connection):
  * data_overflow (an immediate claiming more than the ring), data_zero, consumed_ahead (a cursor
  * past what was sent), bad_type, bad_ctrl, double_fin, write_outside (an RDMA write past the
- * ring: the HCA refuses it), flood (writes without credit), disconnect (gone mid-transfer).
+ * ring: the HCA refuses it), flood (writes without credit), disconnect (gone mid-transfer),
+ * consumed_payload (a payload where none belongs), switch_unasked (SWITCH without our RESIZE),
+ * resize_small (a RESIZE to a smaller, odd size), resize_twice (a second offer before the switch),
+ * resize_long (a RESIZE longer than its buffer: the receive fails).
  * "valid" behaves: sends "hello" and expects it echoed.
  * Exit status: 0 when the kernel reacted as expected (reject, or the QP/connection went down).
  */
@@ -85,6 +88,19 @@ static int post(enum ibv_wr_opcode op, uint32_t imm, uint64_t raddr, uint32_t le
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = peer_rkey;
 	return ibv_post_send(id->qp, &wr, &bad);
+}
+
+/* @count RESIZE offers of our own ring, claiming @size bytes, in @len bytes of payload. */
+static void post_resize(uint32_t size, uint32_t len, int count)
+{
+	struct { uint64_t addr; uint32_t rkey, size; } r = {
+		htobe64((uintptr_t)ring), htobe32(mr->rkey), htobe32(size)
+	};
+
+	memset(ring, 0, len);
+	memcpy(ring, &r, sizeof(r));
+	while (count--)
+		post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 6, 0, len);
 }
 
 /* Poll completions for up to @ms; returns the first non-success status seen, or 0. */
@@ -228,6 +244,16 @@ int main(int argc, char **argv)
 	else if (!strcmp(c, "flood"))
 		for (int i = 0; i < 64; i++)
 			post(IBV_WR_RDMA_WRITE_WITH_IMM, peer_size / 16, peer_addr, 16);
+	else if (!strcmp(c, "consumed_payload"))
+		post(IBV_WR_SEND_WITH_IMM, 1u << 30, 0, 16);
+	else if (!strcmp(c, "switch_unasked"))
+		post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 7, 0, 0);
+	else if (!strcmp(c, "resize_small"))
+		post_resize(12345, 16, 1);
+	else if (!strcmp(c, "resize_twice"))
+		post_resize(2 * RING, 16, 2);
+	else if (!strcmp(c, "resize_long"))
+		post_resize(2 * RING, 32, 1);
 	else if (!strcmp(c, "disconnect")) {
 		post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
 		drain_cq(100, &recvs);

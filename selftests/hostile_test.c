@@ -66,6 +66,11 @@ VIOLATION(double_fin);
 FIXTURE_VARIANT_ADD(hostile, flood) {
 	.what = "flood", .err = EPROTO, .counted = true, .read_after = true
 };
+VIOLATION(consumed_payload);
+VIOLATION(switch_unasked);
+VIOLATION(resize_small);
+VIOLATION(resize_twice);
+FIXTURE_VARIANT_ADD(hostile, resize_long) { .what = "resize_long", .err = ECONNRESET };
 FIXTURE_VARIANT_ADD(hostile, write_outside) { .what = "write_outside", .err = ECONNRESET };
 FIXTURE_VARIANT_ADD(hostile, disconnect) { .what = "disconnect", .err = ECONNRESET };
 

@@ -165,6 +165,15 @@ static int echo_until_eof(int fd)
 	return n;
 }
 
+/* On a failure: what the kernel said and which error counters moved, for the log. */
+static void show_kernel_side(const char *who)
+{
+	fprintf(stderr, "%s: kernel log and non-zero error counters:\n", who);
+	if (system("dmesg | grep -i rdma | tail -n 20 >&2; "
+		   "grep -E 'err|proto|fatal|timeout' /proc/net/rdmasock_stat | grep -v ' 0 0$' >&2"))
+		fprintf(stderr, "%s: could not show them\n", who);
+}
+
 /* c: echo an rdmasock and a TCP connection through a lossy, reordering wire. */
 static int serve_lossy(void)
 {
@@ -178,8 +187,13 @@ static int serve_lossy(void)
 	err = netem("add");
 	if (!err)
 		err = write_all(ctrl, "LOSS", 4);
-	if (!err)
+	if (!err) {
 		err = echo_until_eof(rs);
+		if (err) {
+			fprintf(stderr, "server: rdmasock echo failed: %s\n", strerror(errno));
+			show_kernel_side("server");
+		}
+	}
 	if (!err)
 		err = echo_until_eof(tcp);
 	if (netem("del"))
@@ -486,11 +500,16 @@ static void lossy_echo(struct __test_metadata *_metadata, int fd)
 	pthread_t t;
 	char c;
 
+	size_t got;
+
 	ASSERT_EQ(0, pthread_create(&t, NULL, echo_writer, &e));
-	EXPECT_EQ(e.len, echo_verified(fd, e.len));
+	got = echo_verified(fd, e.len);
+	EXPECT_EQ(e.len, got);
 	EXPECT_EQ(0, recv(fd, &c, 1, 0));
 	pthread_join(t, NULL);
 	EXPECT_EQ(0, e.err);
+	if (got != e.len || e.err)
+		show_kernel_side("client");
 }
 
 TEST_F_TIMEOUT(wire, c_lossy_reordering_wire_keeps_streams_intact, 600)

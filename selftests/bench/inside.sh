@@ -11,7 +11,7 @@ addr=$RDMASOCK_ADDR
 j=$out/bench.jsonl
 rounds=${RDMASOCK_BENCH_ROUNDS:-3}
 : > "$j"
-autocork() { echo "$1" > /sys/module/rdmasock/parameters/autocork; }
+param() { echo "$2" > /sys/module/rdmasock/parameters/$1; }	# an A/B row: set, run, set back
 
 perf_once() {	# perftest server + client; the client's output in $out/perftest.txt
 	local tool=$1; shift
@@ -41,9 +41,9 @@ for ((r = 1; r <= rounds; r++)); do
 	for c in tcp rdma rdma-busy; do
 		$b pingpong $c 64 1000 "$out/lat-$c-$r.txt" >> "$j"
 	done
-	autocork 0
+	param autocork 0
 	RS_BENCH_TAG=-noautocork $b pingpong rdma 64 1000 >> "$j"
-	autocork 1
+	param autocork 1
 	# ib_write_lat reports half a round trip.
 	perf_pair ib_write_lat -R -F -s 64 -n 1000 | awk '$1 == 64 && NF >= 8 {
 		printf "{\"test\":\"pingpong\",\"carrier\":\"ib_write_lat\",\"size\":64,\"avg_us\":%.2f,\"p50_us\":%.2f,\"p99_us\":%.2f}\n", 2*$6, 2*$5, 2*$8 }' >> "$j"
@@ -58,11 +58,15 @@ for size in 65536 4096 64; do
 		for c in tcp rdma; do
 			$b stream $c $size 2 >> "$j"
 		done
-		# The ring size's effect: 32 KiB rings (SO_RCVBUF/SO_SNDBUF 16 KiB, doubled as TCP does).
-		[ $size = 65536 ] && RS_BENCH_BUF=16384 $b stream rdma $size 2 >> "$j"
-		autocork 0
+		# Growing rings' cost: rings of the SO_RCVBUF size from the start.
+		if [ $size = 65536 ]; then
+			param grow_rings 0
+			RS_BENCH_TAG=-nogrow $b stream rdma $size 2 >> "$j"
+			param grow_rings 1
+		fi
+		param autocork 0
 		RS_BENCH_TAG=-noautocork $b stream rdma $size 2 >> "$j"
-		autocork 1
+		param autocork 1
 		perf_pair ib_write_bw -R -F -s $size -D 2 | awk -v s=$size '$1 == s && NF >= 5 {
 			printf "{\"test\":\"stream\",\"carrier\":\"ib_write_bw\",\"size\":%d,\"MBps\":%.2f,\"msgs_per_s\":%.0f}\n", s, $4, $5 * 1e6 }' >> "$j"
 	done
@@ -78,7 +82,9 @@ echo "bench: 1000 concurrent connections"
 for c in tcp rdma; do
 	$b conns $c 1000 >> "$j"
 done
-RS_BENCH_BUF=16384 $b conns rdma 1000 >> "$j"
+param grow_rings 0
+RS_BENCH_TAG=-nogrow $b conns rdma 1000 >> "$j"
+param grow_rings 1
 
 echo "bench: unchanged programs (sockperf, iperf3) over rdmasock"
 run="$top/build/userlib/rdmasock-run -q --"

@@ -66,8 +66,10 @@ def ratios(get):
         r[f"stream {size} rdmasock/ib_write_bw"] = (ratio(rs, get("stream", "ib_write_bw", "MBps", size)),
                                                   ">= 0.9" if size == 65536 else "")
         r[f"stream {size} rdmasock/tcp"] = (ratio(rs, get("stream", "tcp", "MBps", size)), "")
-    r["stream 65536 32k-rings/default"] = (ratio(get("stream", "rdmasock-buf16k", "MBps", 65536),
-                                                 get("stream", "rdmasock", "MBps", 65536)), "")
+    r["stream 65536 growing/fixed rings"] = (ratio(get("stream", "rdmasock", "MBps", 65536),
+                                                   get("stream", "rdmasock-nogrow", "MBps", 65536)), "")
+    r["idle registered KiB per connection end"] = (get("conns", "rdmasock", "registered_kb_per_conn"),
+                                                   "<= 64")
     for size in (65536, 4096, 64):
         key = "msgs_per_s" if size == 64 else "MBps"
         r[f"stream {size} autocork on/off"] = (ratio(get("stream", "rdmasock", key, size),
@@ -102,15 +104,15 @@ def report(rows):
                       for c in ("tcp", "rdmasock", "rdmasock-noautocork", "ib_write_bw"))
         print(f"{size:<8}{fmt(t):>12}{fmt(r):>12}{fmt(n):>13}{fmt(w):>13}{rfmt(ratio(r, t)):>9}"
               f"{rfmt(ratio(r, w)):>9}")
-    print(f"65536 B with 32 KiB rings (SO_RCVBUF/SO_SNDBUF 16 KiB): "
-          f"{fmt(get('stream', 'rdmasock-buf16k', 'MBps', 65536))} MB/s")
+    print(f"65536 B with rings of the SO_RCVBUF size from the start (grow_rings=0): "
+          f"{fmt(get('stream', 'rdmasock-nogrow', 'MBps', 65536))} MB/s")
     print(f"in-kernel reference: NVMe over RDMA sequential reads {fmt(get('stream', 'nvme-rdma', 'MBps'))} MB/s")
     print()
     print("== connections")
     for c in ("tcp", "rdmasock"):
         print(f"{c:<16} set-up {fmt(get('connrate', c, 'conn_per_s'))}/s, "
               f"time to first byte {fmt(get('connrate', c, 'ttfb_us'))} us")
-    for c in ("tcp", "rdmasock", "rdmasock-buf16k"):
+    for c in ("tcp", "rdmasock", "rdmasock-nogrow"):
         print(f"{c:<16} {get('conns', c, 'count')} open at once: {get('conns', c, 'carried_data')} carried "
               f"data; per connection end: kernel memory {fmt(get('conns', c, 'kernel_kb_per_conn'))} "
               f"KiB, registered {fmt(get('conns', c, 'registered_kb_per_conn'))} KiB")
