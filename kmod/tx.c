@@ -219,9 +219,9 @@ static int rs_fence_fire(struct rs_sock *rs)
 
 /*
  * Post a REG_MR (and the message that tells the peer about it) once every WR posted before it has
- * completed; rs->lock held.  rxe walks its send queue again from the oldest unacknowledged WR
- * when it retransmits, and executes a REG_MR it meets there a second time, which fails (the MR is
- * no longer free) and kills the QP: a lossy wire did that to a ring growing mid-stream.  So data
+ * completed; rs->lock held.  rxe rewinds its send queue to the oldest unacknowledged WR when it
+ * retransmits and runs a REG_MR it meets there again, which fails (the MR is no longer free) and
+ * kills the QP.  So data
  * stops, a signaled KEEPALIVE covers the unsignaled WRs in flight, control messages posted
  * meanwhile are signaled, and the completion that empties the queue posts the pair and calls
  * @posted, still under rs->lock.  Set-up needs none of this: its REG_MRs come first.
