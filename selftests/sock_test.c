@@ -195,6 +195,19 @@ static long long stream_check_peeking(int fd, size_t len, unsigned int seed)
 	return -1;
 }
 
+/* Wait (bounded) until @fd has at least @bytes queued to read. */
+static int wait_queued(int fd, int bytes)
+{
+	int queued = 0;
+
+	for (int i = 0; i < 2000; i++) {
+		if (ioctl(fd, FIONREAD, &queued) || queued >= bytes)
+			return queued >= bytes ? 0 : -1;
+		usleep(10000);
+	}
+	return -1;
+}
+
 /*
  * An idle rdmasock connection pins two 16 KiB rings per end; a stream grows the receiver's ring
  * (and the writer's staging ring with it) towards SO_RCVBUF, with every byte in order, peeked or
@@ -215,6 +228,8 @@ TEST_F(pair, rings_start_small_and_grow_with_a_stream)
 		ASSERT_EQ(16384, s[1]);
 	}
 	ASSERT_EQ(0, pthread_create(&t, NULL, stream_writer, &a));
+	/* A reader that keeps up never lets the ring fill (then it need not grow): let it fill. */
+	ASSERT_EQ(0, wait_queued(self->sfd, 8192));
 	ASSERT_EQ(-1, stream_check_peeking(self->sfd, a.len, a.seed));
 	pthread_join(t, NULL);
 	ASSERT_EQ(0, a.err);
@@ -231,6 +246,7 @@ TEST_F(pair, rings_start_small_and_grow_with_a_stream)
 	a.fd = self->sfd;
 	a.seed = 6;
 	ASSERT_EQ(0, pthread_create(&t, NULL, stream_writer, &a));
+	ASSERT_EQ(0, wait_queued(self->cfd, 8192));
 	ASSERT_EQ(-1, stream_check(self->cfd, a.len, a.seed));
 	pthread_join(t, NULL);
 	ASSERT_EQ(0, a.err);
