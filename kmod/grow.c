@@ -124,8 +124,8 @@ static int rs_post_resize(struct rs_sock *rs, struct rs_ring *next)
 	return err;
 }
 
-/* The peer's bytes fill half the ring or more, and it may grow: RESIZE would help. */
-static bool rs_rx_wants_grow(struct rs_sock *rs)
+/* The peer's @queued bytes fill half the ring or more, and it may grow: RESIZE would help. */
+static bool rs_rx_wants_grow(struct rs_sock *rs, u32 queued)
 {
 	if (!READ_ONCE(rs_grow) || !test_bit(RS_F_PEER_GROWS, &rs->flags) ||
 	    !test_bit(RS_F_CM_EST, &rs->flags) || test_bit(RS_F_RX_GROWING, &rs->flags) ||
@@ -133,8 +133,7 @@ static bool rs_rx_wants_grow(struct rs_sock *rs)
 	    test_bit(RS_F_ABORTED, &rs->flags) || test_bit(RS_F_PEER_FIN, &rs->flags) ||
 	    test_bit(RS_F_DYING, &rs->flags) || !rs->pd)
 		return false;
-	return rs_rx_avail(rs) >= rs->rx.size / 2 &&
-	       rs->rx.size < rs_ring_target(rs, rs->pd->device);
+	return queued >= rs->rx.size / 2 && rs->rx.size < rs_ring_target(rs, rs->pd->device);
 }
 
 /* lock_sock held: offer the next ring size. */
@@ -143,7 +142,7 @@ static void rs_rx_grow(struct rs_sock *rs)
 	struct rs_ring next;
 	int err;
 
-	if (!rs_rx_wants_grow(rs))
+	if (!rs_rx_wants_grow(rs, rs_rx_avail(rs)))
 		return;
 	if (rs_ring_alloc(&next, rs->pd, rs_ring_target(rs, rs->pd->device)))
 		return;		/* no memory now: the next arrival tries again */
@@ -175,13 +174,14 @@ void rs_grow_init(struct rs_sock *rs)
 }
 
 /*
- * softirq, after data arrived: grow when the peer's bytes fill half the ring.  Not only when
+ * softirq, after data arrived (@queued: unread bytes, counted under rs->lock by the caller, so
+ * the data path takes the lock once): grow when the peer's bytes fill half the ring.  Not only when
  * someone reads: a writer that fills the ring before the reader reads (both ends writing a large
  * message first, as TCP's buffers allow) needs the ring SO_RCVBUF promised, or the two deadlock.
  */
-void rs_rx_grow_soon(struct rs_sock *rs)
+void rs_rx_grow_soon(struct rs_sock *rs, u32 queued)
 {
-	if (!rs_rx_wants_grow(rs))
+	if (!rs_rx_wants_grow(rs, queued))
 		return;
 	sock_hold(&rs->sk);
 	if (!queue_work(rs_wq, &rs->grow_work))

@@ -59,6 +59,7 @@ static u32 rs_rx_room(struct rs_sock *rs)
 
 static int rs_rx_data(struct rs_sock *rs, u32 len)
 {
+	u32 queued = 0;
 	int err = 0;
 
 	spin_lock(&rs->lock);
@@ -67,13 +68,15 @@ static int rs_rx_data(struct rs_sock *rs, u32 len)
 		err = -EPROTO;
 	else
 		rs->rx_prod += len;
-	if (!err)
+	if (!err) {
 		rs->bytes_received += len;
+		queued = rs->rx_prod - rs->rx_cons;
+	}
 	spin_unlock(&rs->lock);
 	if (!err) {
 		rs_count_add(sock_net(&rs->sk), RS_CNT_BYTES_RECEIVED, len);
 		rs->sk.sk_data_ready(&rs->sk);
-		rs_rx_grow_soon(rs);
+		rs_rx_grow_soon(rs, queued);
 	}
 	return err;
 }
