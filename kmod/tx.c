@@ -465,6 +465,14 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo)
 	struct sock *sk = &rs->sk;
 	int err;
 
+	/* The common case: room now, and no wait queue to join and leave. */
+	err = rs_tx_error(rs);
+	if (err)
+		return err;
+	rs_tx_switch(rs);	/* the peer offered a larger ring: take it first */
+	if (rs_tx_can_write(rs))
+		return 0;
+
 	add_wait_queue(sk_sleep(sk), &wait);
 	for (;;) {
 		err = rs_tx_error(rs);

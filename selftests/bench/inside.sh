@@ -44,6 +44,8 @@ for ((r = 1; r <= rounds; r++)); do
 	param autocork 0
 	RS_BENCH_TAG=-noautocork $b pingpong rdma 64 1000 >> "$j"
 	param autocork 1
+	# The socket calls' own cost: a UNIX socket pair, both ends spinning.
+	$b floor unix 64 1000 >> "$j"
 	# ib_write_lat reports half a round trip.
 	perf_pair ib_write_lat -R -F -s 64 -n 1000 | awk '$1 == 64 && NF >= 8 {
 		printf "{\"test\":\"pingpong\",\"carrier\":\"ib_write_lat\",\"size\":64,\"avg_us\":%.2f,\"p50_us\":%.2f,\"p99_us\":%.2f}\n", 2*$6, 2*$5, 2*$8 }' >> "$j"

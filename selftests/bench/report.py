@@ -60,6 +60,10 @@ def ratios(get):
         "ping-pong p50 rdmasock/tcp": (ratio(pp["rdmasock"], pp["tcp"]), "<= 1"),
         "ping-pong p50 busy-poll/ib_write_lat": (ratio(pp["rdmasock-busy"], pp["ib_write_lat"]), "<= 1.25"),
         "ping-pong p50 busy-poll/tcp": (ratio(pp["rdmasock-busy"], pp["tcp"]), ""),
+        # What a socket layer adds at the least: 4 socket calls' round trip on a UNIX socket
+        # pair that spins, with no transport at all, against raw verbs' whole round trip.
+        "ping-pong p50 unix-spin/ib_write_lat": (ratio(get("pingpong", "unix-spin", "p50_us"),
+                                                        pp["ib_write_lat"]), ""),
     }
     for size in (65536, 4096):
         rs = get("stream", "rdmasock", "MBps", size)
@@ -91,7 +95,7 @@ def report(rows):
     get = getter(rows)
     print("== 64 B ping-pong round trip (us)")
     print(f"{'carrier':<20}{'avg':>10}{'p50':>10}{'p99':>10}")
-    for c in ("tcp", "rdmasock", "rdmasock-busy", "rdmasock-noautocork", "ib_write_lat"):
+    for c in ("tcp", "rdmasock", "rdmasock-busy", "rdmasock-noautocork", "ib_write_lat", "unix-spin"):
         print(f"{c:<20}{fmt(get('pingpong', c, 'avg_us')):>10}{fmt(get('pingpong', c, 'p50_us')):>10}"
               f"{fmt(get('pingpong', c, 'p99_us')):>10}")
     print()

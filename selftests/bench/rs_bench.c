@@ -2,6 +2,9 @@
 /*
  * rs_bench: one benchmark program for both families, so that only the family differs.
  *   rs_bench pingpong tcp|rdma SIZE ITERS [SAMPLES_FILE]  round trips: avg, p50, p99 (us)
+ *   rs_bench floor    unix SIZE ITERS                      the same over a UNIX socket pair whose
+ *                                                          ends spin on non-blocking reads: what
+ *                                                          4 socket calls cost with no transport
  *   rs_bench stream   tcp|rdma SIZE SECONDS                one-way throughput (MB/s, msgs/s)
  *   rs_bench connrate tcp|rdma COUNT                       connect+accept+close per second,
  *                                                          time to first byte (us)
@@ -11,8 +14,11 @@
  * RS_BENCH_BUF=N in the environment sets SO_RCVBUF and SO_SNDBUF to N on every socket (the ring
  * sizes of an rdmasock connection follow them); the carrier's name then ends in "-bufNk".
  * RS_BENCH_TAG=-x appends -x to the carrier's name (a module setting the caller changed).
+ * RS_BENCH_BUSY_US=N sets the busy-poll budget of "rdma-busy" (default 200 us).
+ * RS_BENCH_PIN=A,B pins the ping-pong's client to CPU A and its server to CPU B.
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -45,10 +51,11 @@ static enum carrier parse_carrier(const char *s)
 	int n;
 
 	if (!strcmp(s, "rdma-busy"))
-		busy_poll_us = 200;
+		busy_poll_us = getenv("RS_BENCH_BUSY_US") ? atoi(getenv("RS_BENCH_BUSY_US")) : 200;
 	sock_buf = buf ? atoi(buf) : 0;
 	n = snprintf(carrier_name, sizeof(carrier_name), "%s",
-		     c == CARRIER_TCP ? "tcp" : busy_poll_us ? "rdmasock-busy" : "rdmasock");
+		     !strcmp(s, "unix") ? "unix-spin" : c == CARRIER_TCP ? "tcp" :
+		     busy_poll_us ? "rdmasock-busy" : "rdmasock");
 	if (sock_buf)
 		n += snprintf(carrier_name + n, sizeof(carrier_name) - n, "-buf%dk", sock_buf >> 10);
 	if (getenv("RS_BENCH_TAG"))
@@ -108,34 +115,26 @@ static int connect_to(enum carrier c, struct sockaddr_storage *ss, socklen_t len
 	return fd;
 }
 
-static int bench_pingpong(enum carrier c, size_t size, int iters, const char *samples)
+/* RS_BENCH_PIN=A,B: this process to CPU A (@which 0) or B (@which 1). */
+static void pin_to_cpu(int which)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
-	int lfd = listener(c, &ss, &len, 16), fd, one = 1;
-	char *buf = calloc(1, size);
-	double *rtt = calloc(iters, sizeof(double)), sum = 0;
-	pid_t pid = fork();
+	const char *pin = getenv("RS_BENCH_PIN");
+	int cpu[2];
+	cpu_set_t set;
 
-	if (!pid) {
-		fd = accept(lfd, NULL, NULL);
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		while (!read_all(fd, buf, size))
-			if (write_all(fd, buf, size))
-				break;
-		_exit(0);
-	}
-	fd = connect_to(c, &ss, len);
-	for (int i = 0; i < iters + 100; i++) {
-		double t = now_us();
+	if (!pin || sscanf(pin, "%d,%d", &cpu[0], &cpu[1]) != 2)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu[which], &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		perror("rs_bench: sched_setaffinity");
+}
 
-		if (write_all(fd, buf, size) || read_all(fd, buf, size))
-			return 1;
-		if (i >= 100)	/* warm-up excluded */
-			rtt[i - 100] = now_us() - t;
-	}
-	close(fd);
-	waitpid(pid, NULL, 0);
+/* Print a ping-pong's round trips (sorts @rtt); the raw samples go to @samples if named. */
+static void report_rtt(double *rtt, int iters, size_t size, const char *samples)
+{
+	double sum = 0;
+
 	if (samples) {
 		FILE *f = fopen(samples, "w");
 
@@ -151,6 +150,91 @@ static int bench_pingpong(enum carrier c, size_t size, int iters, const char *sa
 	       "\"avg_us\":%.2f,\"p50_us\":%.2f,\"p99_us\":%.2f}\n",
 	       carrier_name, size, iters, sum / iters, rtt[iters / 2],
 	       rtt[iters * 99 / 100]);
+}
+
+static int bench_pingpong(enum carrier c, size_t size, int iters, const char *samples)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd = listener(c, &ss, &len, 16), fd, one = 1;
+	char *buf = calloc(1, size);
+	double *rtt = calloc(iters, sizeof(double));
+	pid_t pid = fork();
+
+	if (!pid) {
+		pin_to_cpu(1);
+		fd = accept(lfd, NULL, NULL);
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		while (!read_all(fd, buf, size))
+			if (write_all(fd, buf, size))
+				break;
+		_exit(0);
+	}
+	pin_to_cpu(0);
+	fd = connect_to(c, &ss, len);
+	for (int i = 0; i < iters + 100; i++) {
+		double t = now_us();
+
+		if (write_all(fd, buf, size) || read_all(fd, buf, size))
+			return 1;
+		if (i >= 100)	/* warm-up excluded */
+			rtt[i - 100] = now_us() - t;
+	}
+	close(fd);
+	waitpid(pid, NULL, 0);
+	report_rtt(rtt, iters, size, samples);
+	return 0;
+}
+
+/* The socket API's own share of a round trip: no transport, no sleeping, only the calls. */
+static int read_spinning(int fd, char *buf, size_t size)
+{
+	size_t got = 0;
+
+	while (got < size) {
+		ssize_t n = recv(fd, buf + got, size - got, MSG_DONTWAIT);
+
+		if (n > 0)
+			got += n;
+		else if (!n || errno != EAGAIN)
+			return -1;
+	}
+	return 0;
+}
+
+static int bench_floor(size_t size, int iters)
+{
+	double *rtt = calloc(iters, sizeof(double));
+	char *buf = calloc(1, size);
+	int sv[2];
+	pid_t pid;
+
+	if (!rtt || !buf || socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
+		perror("rs_bench: socketpair");
+		return 1;
+	}
+	pid = fork();
+	if (!pid) {
+		pin_to_cpu(1);
+		close(sv[0]);
+		while (!read_spinning(sv[1], buf, size))
+			if (write_all(sv[1], buf, size))
+				break;
+		_exit(0);
+	}
+	pin_to_cpu(0);
+	close(sv[1]);
+	for (int i = 0; i < iters + 100; i++) {
+		double t = now_us();
+
+		if (write_all(sv[0], buf, size) || read_spinning(sv[0], buf, size))
+			return 1;
+		if (i >= 100)
+			rtt[i - 100] = now_us() - t;
+	}
+	close(sv[0]);
+	waitpid(pid, NULL, 0);
+	report_rtt(rtt, iters, size, NULL);
 	return 0;
 }
 
@@ -321,6 +405,8 @@ int main(int argc, char **argv)
 
 	if (!strcmp(argv[1], "pingpong") && argc >= 5)
 		return bench_pingpong(c, atoi(argv[3]), atoi(argv[4]), argc > 5 ? argv[5] : NULL);
+	if (!strcmp(argv[1], "floor") && argc >= 5)
+		return bench_floor(atoi(argv[3]), atoi(argv[4]));
 	if (!strcmp(argv[1], "stream") && argc >= 5)
 		return bench_stream(c, atoi(argv[3]), atof(argv[4]));
 	if (!strcmp(argv[1], "connrate"))
