@@ -1,0 +1,27 @@
+#!/bin/bash
+# A/B two builds of the module in one VM, so that both see the same host: loads OLD.ko and NEW.ko in
+# turn, ROUNDS times, and runs the 64-byte ping-pong (blocking and busy-poll) with each.  Inside:
+#   selftests/vm/run --mem 2048 -- selftests/bench/ab-modules.sh OLD.ko NEW.ko [ROUNDS]
+# (copy the old build's rdmasock.ko aside before rebuilding: build/ is shared with the VM).
+set -u
+old=$1 new=$2 rounds=${3:-3}
+b=$(cd "$(dirname "$0")/../.." && pwd)/build/selftests/rs_bench
+
+load() {	# connections close asynchronously: wait until the module can go
+	local i
+	for ((i = 0; i < 300; i++)); do
+		rmmod rdmasock 2> /dev/null && break
+		sleep 0.1
+	done
+	! lsmod | grep -q '^rdmasock ' || { echo "ab: rdmasock stays in use" >&2; exit 1; }
+	insmod "$1" || exit 1
+}
+
+for ((r = 1; r <= rounds; r++)); do
+	for m in old new; do
+		if [ $m = old ]; then load "$old"; else load "$new"; fi
+		for c in rdma rdma-busy; do
+			echo "$m $($b pingpong $c 64 2000)"
+		done
+	done
+done
