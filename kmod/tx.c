@@ -347,7 +347,7 @@ static int rs_post_write(struct rs_sock *rs, u32 off, u32 len)
 /*
  * Post every staged byte (WRITEs end at the ring's end and at RS_MAX_WRITE), then a pending FIN.
  * Runs from any process context, without lock_sock: rs->lock orders it against sendmsg's staging
- * and against teardown.  If the send queue is full, push_work tries again shortly.
+ * and against teardown.
  */
 void rs_tx_push(struct rs_sock *rs)
 {
@@ -368,7 +368,11 @@ void rs_tx_push(struct rs_sock *rs)
 		if (err)
 			clear_bit(RS_F_FIN_SENT, &rs->flags);
 	}
-	if (err == -ENOBUFS)
+	/*
+	 * A full send queue: try again shortly.  Behind a fence there is no need: the completion
+	 * that lifts it (under rs->lock, so after this test) pushes (rs_send_done).
+	 */
+	if (err == -ENOBUFS && !test_bit(RS_F_SQ_FENCE, &rs->flags))
 		mod_delayed_work(rs_wq, &rs->push_work, 1);
 	spin_unlock_bh(&rs->lock);
 }
