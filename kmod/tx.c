@@ -467,17 +467,9 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo)
 {
 	DEFINE_WAIT_FUNC(wait, woken_wake_function);
 	struct sock *sk = &rs->sk;
+	bool waiting = false;
 	int err;
 
-	/* The common case: room now, and no wait queue to join and leave. */
-	err = rs_tx_error(rs);
-	if (err)
-		return err;
-	rs_tx_switch(rs);	/* the peer offered a larger ring: take it first */
-	if (rs_tx_can_write(rs))
-		return 0;
-
-	add_wait_queue(sk_sleep(sk), &wait);
 	for (;;) {
 		err = rs_tx_error(rs);
 		if (!err)
@@ -501,10 +493,19 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo)
 		if (signal_pending(current))
 			break;
 		set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+		/*
+		 * Joined only now: a writer with room (the common case) never touches the wait
+		 * queue.  sk_wait_event() tests the condition again once we are on it.
+		 */
+		if (!waiting) {
+			add_wait_queue(sk_sleep(sk), &wait);
+			waiting = true;
+		}
 		sk_wait_event(sk, timeo, rs_tx_error(rs) || rs_tx_can_write(rs) ||
 			      rs_tx_switch_ready(rs), &wait);
 	}
-	remove_wait_queue(sk_sleep(sk), &wait);
+	if (waiting)
+		remove_wait_queue(sk_sleep(sk), &wait);
 	return err;
 }
 

@@ -152,6 +152,30 @@ static void report_rtt(double *rtt, int iters, size_t size, const char *samples)
 	       rtt[iters * 99 / 100]);
 }
 
+typedef int (*read_fn)(int fd, void *buf, size_t len);
+
+/* The server's side of a ping-pong: echo what @rd reads until the peer is gone. */
+static void echo_until_closed(int fd, char *buf, size_t size, read_fn rd)
+{
+	while (!rd(fd, buf, size))
+		if (write_all(fd, buf, size))
+			break;
+}
+
+/* The client's side: @iters timed round trips into @rtt after 100 untimed ones (warm-up). */
+static int time_round_trips(int fd, char *buf, size_t size, int iters, double *rtt, read_fn rd)
+{
+	for (int i = 0; i < iters + 100; i++) {
+		double t = now_us();
+
+		if (write_all(fd, buf, size) || rd(fd, buf, size))
+			return 1;
+		if (i >= 100)
+			rtt[i - 100] = now_us() - t;
+	}
+	return 0;
+}
+
 static int bench_pingpong(enum carrier c, size_t size, int iters, const char *samples)
 {
 	struct sockaddr_storage ss;
@@ -165,21 +189,13 @@ static int bench_pingpong(enum carrier c, size_t size, int iters, const char *sa
 		pin_to_cpu(1);
 		fd = accept(lfd, NULL, NULL);
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		while (!read_all(fd, buf, size))
-			if (write_all(fd, buf, size))
-				break;
+		echo_until_closed(fd, buf, size, read_all);
 		_exit(0);
 	}
 	pin_to_cpu(0);
 	fd = connect_to(c, &ss, len);
-	for (int i = 0; i < iters + 100; i++) {
-		double t = now_us();
-
-		if (write_all(fd, buf, size) || read_all(fd, buf, size))
-			return 1;
-		if (i >= 100)	/* warm-up excluded */
-			rtt[i - 100] = now_us() - t;
-	}
+	if (time_round_trips(fd, buf, size, iters, rtt, read_all))
+		return 1;
 	close(fd);
 	waitpid(pid, NULL, 0);
 	report_rtt(rtt, iters, size, samples);
@@ -187,12 +203,12 @@ static int bench_pingpong(enum carrier c, size_t size, int iters, const char *sa
 }
 
 /* The socket API's own share of a round trip: no transport, no sleeping, only the calls. */
-static int read_spinning(int fd, char *buf, size_t size)
+static int read_spinning(int fd, void *buf, size_t size)
 {
 	size_t got = 0;
 
 	while (got < size) {
-		ssize_t n = recv(fd, buf + got, size - got, MSG_DONTWAIT);
+		ssize_t n = recv(fd, (char *)buf + got, size - got, MSG_DONTWAIT);
 
 		if (n > 0)
 			got += n;
@@ -217,21 +233,13 @@ static int bench_floor(size_t size, int iters)
 	if (!pid) {
 		pin_to_cpu(1);
 		close(sv[0]);
-		while (!read_spinning(sv[1], buf, size))
-			if (write_all(sv[1], buf, size))
-				break;
+		echo_until_closed(sv[1], buf, size, read_spinning);
 		_exit(0);
 	}
 	pin_to_cpu(0);
 	close(sv[1]);
-	for (int i = 0; i < iters + 100; i++) {
-		double t = now_us();
-
-		if (write_all(sv[0], buf, size) || read_spinning(sv[0], buf, size))
-			return 1;
-		if (i >= 100)
-			rtt[i - 100] = now_us() - t;
-	}
+	if (time_round_trips(sv[0], buf, size, iters, rtt, read_spinning))
+		return 1;
 	close(sv[0]);
 	waitpid(pid, NULL, 0);
 	report_rtt(rtt, iters, size, NULL);
