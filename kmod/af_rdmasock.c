@@ -107,9 +107,14 @@ static int rs_create(struct net *net, struct socket *sock, int protocol, int ker
 	return rs_alloc_sock(net, sock, kern) ? 0 : -ENOMEM;
 }
 
+/*
+ * rs->tcp is set and replaced only under lock_sock and only while the mode is NONE; the mode
+ * becomes TCP (a release store, after rs->tcp is final) or LISTEN, and from then on rs->tcp stays
+ * until release().  So a caller that saw mode TCP (acquire) may use rs->tcp without lock_sock.
+ */
 static bool rs_is_tcp(const struct rs_sock *rs)
 {
-	return READ_ONCE(rs->mode) == RDMASOCK_MODE_TCP;
+	return smp_load_acquire(&rs->mode) == RDMASOCK_MODE_TCP;
 }
 
 /* Check an address as inet_bind/inet_stream_connect would, returning its family. */
@@ -286,15 +291,28 @@ static int rs_listen(struct socket *sock, int backlog)
 		goto out;
 	}
 	err = rs_tcp_ensure(rs, AF_INET6);
-	if (err)
-		goto out;
-	/* TCP listens on the same port: plain TCP clients are served by this socket too. */
-	err = kernel_listen(rs->tcp, backlog);
+	if (!err)
+		err = rs_tcp_bind_any(rs);
 	if (err)
 		goto out;
 	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
-	if (!rs->force_tcp)
-		rs_cm_listen(rs, backlog);
+	/*
+	 * The port is ours in TCP's port space; take it in rdma_cm's too, or a local rdma_cm user
+	 * listening there would get every RDMA client while we served TCP alone.  A taken port
+	 * fails listen() as a taken TCP port fails it (counted).  An address without an RDMA device
+	 * (127.0.0.1) serves TCP only.
+	 */
+	if (!rs->force_tcp && rs_cm_listen(rs, backlog) && rs_cm_port_taken(rs)) {
+		rs_count(sock_net(sk), RS_CNT_RDMA_PORT_TAKEN);
+		err = -EADDRINUSE;
+		goto out;
+	}
+	/* TCP listens on the same port: plain TCP clients are served by this socket too. */
+	err = kernel_listen(rs->tcp, backlog);
+	if (err) {
+		rs_cm_listen_undo(rs);
+		goto out;
+	}
 	rs->mode = RDMASOCK_MODE_LISTEN;
 	sk->sk_state = TCP_LISTEN;
 out:
@@ -566,11 +584,9 @@ static int rs_setsockopt(struct socket *sock, int level, int optname, sockptr_t 
 	 * getsockopt reports.  TCP_NODELAY and TCP_CORK also steer the RDMA path.
 	 */
 	err = rs_tcp_ensure(rs, level == SOL_IP ? AF_INET : AF_INET6);
-	if (!err) {
-		release_sock(&rs->sk);
+	/* Under lock_sock: another thread may not replace rs->tcp meanwhile (rs_tcp_ensure). */
+	if (!err)
 		err = rs->tcp->ops->setsockopt(rs->tcp, level, optname, optval, optlen);
-		lock_sock(&rs->sk);
-	}
 	if (!err && level == SOL_TCP) {
 		struct tcp_sock *tp = tcp_sk(rs->tcp->sk);
 
@@ -595,8 +611,8 @@ static void rs_fill_info(struct rs_sock *rs, struct rdmasock_info *info)
 	info->mode = rs->mode;
 	info->fallback_reason = rs->reason;
 	info->state = rs->sk.sk_state;
-	if (rs->qp) {
-		info->local_qpn = rs->qp->qp_num;
+	if (READ_ONCE(rs->local_qpn)) {
+		info->local_qpn = READ_ONCE(rs->local_qpn);
 		info->remote_qpn = rs->remote_qpn;
 	}
 	spin_lock_bh(&rs->lock);
@@ -687,10 +703,9 @@ static int rs_getsockopt(struct socket *sock, int level, int optname, char __use
 		err = -ENOPROTOOPT;
 	} else {
 		err = rs_tcp_ensure(rs, level == SOL_IP ? AF_INET : AF_INET6);
-		if (!err) {
-			release_sock(&rs->sk);
-			return rs->tcp->ops->getsockopt(rs->tcp, level, optname, optval, optlen);
-		}
+		/* Under lock_sock, as setsockopt: rs->tcp cannot change meanwhile. */
+		if (!err)
+			err = rs->tcp->ops->getsockopt(rs->tcp, level, optname, optval, optlen);
 	}
 	release_sock(&rs->sk);
 	return err;

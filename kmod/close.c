@@ -19,10 +19,14 @@
 void rs_abort(struct rs_sock *rs, int err)
 {
 	struct sock *sk = &rs->sk;
+	/* Before the state leaves SYN_RECV: a pending child frees its backlog slot (cm.c). */
+	bool unqueued = rs->parent && rs_cm_child_unqueue(rs);
 
 	spin_lock_bh(&rs->lock);
 	if (test_and_set_bit(RS_F_ABORTED, &rs->flags)) {
 		spin_unlock_bh(&rs->lock);
+		if (unqueued)
+			sock_put(sk);
 		return;
 	}
 	WRITE_ONCE(sk->sk_err, -err);
@@ -37,6 +41,8 @@ void rs_abort(struct rs_sock *rs, int err)
 	sock_hold(sk);
 	if (!queue_work(rs_wq, &rs->teardown_work))
 		sock_put(sk);
+	if (unqueued)
+		sock_put(sk);	/* the queue's: the teardown work holds its own */
 }
 
 /* Stop the CM handler and the completion handlers from touching the connection again. */
@@ -62,6 +68,14 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 	if (rs->cm_id && rs->qp && !in_handler)
 		rdma_disconnect(rs->cm_id);
 	rs_qp_destroy(rs);
+	/*
+	 * The rings go, and with them whatever they still hold: no reader may find bytes to copy
+	 * from a freed ring (a peer that wrote before its connect failed), no writer staged bytes.
+	 */
+	spin_lock_bh(&rs->lock);
+	rs->rx_cons = rs->rx_prod;
+	rs->tx_staged = rs->tx_prod;
+	spin_unlock_bh(&rs->lock);
 	if (rs->pd)
 		rs_grow_free(rs);
 	rs_ring_free(&rs->rx);
@@ -84,7 +98,8 @@ void rs_teardown_work(struct work_struct *work)
 	struct rs_sock *rs = container_of(work, struct rs_sock, teardown_work);
 
 	lock_sock(&rs->sk);
-	if (rs->sk.sk_state != TCP_LISTEN)
+	/* Not when a new connect() started afresh meanwhile (it tore the aborted attempt down). */
+	if (rs->sk.sk_state != TCP_LISTEN && test_bit(RS_F_ABORTED, &rs->flags))
 		rs_teardown_rdma(rs, false);
 	release_sock(&rs->sk);
 	sock_put(&rs->sk);

@@ -217,10 +217,19 @@ static bool rs_no_rdma_path(const struct sockaddr *addr)
 int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
 {
 	struct sockaddr_storage src;
-	struct rdma_cm_id *id = rs->cm_id;
+	struct rdma_cm_id *id;
 	bool bound = false;
 	int err;
 
+	sock_owned_by_me(&rs->sk);
+	/*
+	 * A previous attempt that was aborted may still have its resources, its id and a queued
+	 * teardown_work: tear it down now, under lock_sock, before its flags are cleared below (the
+	 * queued work then finds RS_F_ABORTED clear and leaves this attempt alone).
+	 */
+	if (test_bit(RS_F_ABORTED, &rs->flags) || rs->qp || rs->pd || rs->cq)
+		rs_teardown_rdma(rs, false);
+	id = rs->cm_id;
 	if (rs_no_rdma_path(addr)) {
 		if (rs->no_fallback)
 			return -ENETUNREACH;
@@ -245,6 +254,7 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
 	rs->peer_addr_len = len;
 	rs->flags = 0;
 	rs->reason = RDMASOCK_REASON_NONE;	/* a retry starts afresh */
+	WRITE_ONCE(rs->sk.sk_shutdown, 0);	/* (an aborted attempt shut both ways) */
 	rs->cm_result = 0;
 	rs->cm_id = id;
 	rs->sk.sk_state = TCP_SYN_SENT;
@@ -394,6 +404,40 @@ int rs_cm_listen(struct rs_sock *rs, int backlog)
 	return err;
 }
 
+/*
+ * Binding or listening on our port failed in rdma_cm's port space: is it because someone else holds
+ * that port there?  An id on the same address with an ephemeral port binds if the address has an
+ * RDMA device, so then the port was the problem.
+ */
+bool rs_cm_port_taken(struct rs_sock *rs)
+{
+	struct sockaddr_storage addr;
+	struct rdma_cm_id *id;
+	bool taken;
+
+	if (kernel_getsockname(rs->tcp, (struct sockaddr *)&addr) < 0)
+		return false;
+	if (addr.ss_family == AF_INET)
+		((struct sockaddr_in *)&addr)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&addr)->sin6_port = 0;
+	id = rdma_create_id(sock_net(&rs->sk), rs_cm_handler, rs, RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(id))
+		return false;
+	taken = !rdma_bind_addr(id, (struct sockaddr *)&addr);
+	rdma_destroy_id(id);
+	return taken;
+}
+
+/* listen() failed on the TCP side after the RDMA id listened: no half listener stays. */
+void rs_cm_listen_undo(struct rs_sock *rs)
+{
+	struct rdma_cm_id *id = xchg(&rs->cm_id, NULL);
+
+	if (id)
+		rdma_destroy_id(id);
+}
+
 static struct rs_sock *rs_child_alloc(struct rs_sock *listener, struct rdma_cm_id *id)
 {
 	struct rs_sock *child;
@@ -533,11 +577,14 @@ static void rs_cm_child_established(struct rs_sock *child)
 }
 
 /*
- * A child still waiting for the client's RTU failed (the client gave up or vanished): it leaves the
- * listener's queue, freeing its backlog slot, as a TCP request socket that timed out.  An
- * established child stays queued, as TCP's: accept() returns it and reads show the reset.
+ * rs_abort() of a child still waiting for the client's RTU (the client gave up or vanished, its QP
+ * failed, it broke the protocol): it leaves the listener's queue, freeing its backlog slot, as a
+ * TCP request socket that timed out.  An established child stays queued, as TCP's: accept()
+ * returns it and reads show the reset.  True when it was unlinked: the caller then owns the
+ * queue's reference.  The child's state moves from SYN_RECV only under the listener's lock
+ * (rs_cm_child_established) or after this ran (rs_abort), so the test cannot go stale.
  */
-static bool rs_cm_child_failed(struct rs_sock *child)
+bool rs_cm_child_unqueue(struct rs_sock *child)
 {
 	struct rs_sock *listener = child->parent;
 	bool unlinked = false;
@@ -549,10 +596,15 @@ static bool rs_cm_child_failed(struct rs_sock *child)
 		unlinked = true;
 	}
 	spin_unlock_bh(&listener->lock);
-	if (!unlinked)
+	return unlinked;
+}
+
+/* A CM event other than ESTABLISHED for a child still waiting for the RTU: it failed. */
+static bool rs_cm_child_failed(struct rs_sock *child)
+{
+	if (READ_ONCE(child->sk.sk_state) != TCP_SYN_RECV)
 		return false;
 	rs_abort(child, -ECONNRESET);
-	sock_put(&child->sk);	/* the queue's reference: the abort's teardown holds its own */
 	return true;
 }
 
@@ -570,33 +622,47 @@ struct rs_sock *rs_cm_accept_ready(struct rs_sock *listener)
 	return child;
 }
 
-/* Stop listening: no new CM requests, and every child not yet accepted is reset. */
+/*
+ * Stop listening: no new CM requests, and every child not yet accepted is reset.  The children
+ * leave the queues one at a time under the listener's lock, the lock a failing child's
+ * rs_cm_child_unqueue() takes: each is unlinked (and its reference dropped) exactly once.
+ * rdma_destroy_id() has waited out any CONNECT_REQUEST handler, so nothing is added meanwhile.
+ */
 void rs_cm_listener_close(struct rs_sock *rs)
 {
 	struct rdma_cm_id *id = xchg(&rs->cm_id, NULL);
-	struct rs_sock *child, *tmp;
-	LIST_HEAD(orphans);
+	struct rs_sock *child;
 
 	if (id)
 		rdma_destroy_id(id);
 	spin_lock_bh(&rs->lock);
 	rs->sk.sk_state = TCP_CLOSE;
-	list_splice_init(&rs->pending_q, &orphans);
-	list_splice_init(&rs->ready_q, &orphans);
-	rs->queued = 0;
-	spin_unlock_bh(&rs->lock);
-	list_for_each_entry_safe(child, tmp, &orphans, accept_node) {
+	for (;;) {
+		child = list_first_entry_or_null(&rs->pending_q, struct rs_sock, accept_node);
+		if (!child)
+			child = list_first_entry_or_null(&rs->ready_q, struct rs_sock, accept_node);
+		if (!child)
+			break;
 		list_del_init(&child->accept_node);
+		rs->queued--;
+		spin_unlock_bh(&rs->lock);
 		rs_abort(child, -ECONNRESET);
 		/* The queue's reference: the abort's teardown work holds its own. */
 		sock_put(&child->sk);
+		spin_lock_bh(&rs->lock);
 	}
+	WARN_ON_ONCE(rs->queued);
+	rs->queued = 0;
+	spin_unlock_bh(&rs->lock);
 }
 
 /* ---- events ---- */
 
 static void rs_cm_disconnected(struct rs_sock *rs)
 {
+	/* The peer's FIN may be in the CQ still, not yet polled: it decides reset or close. */
+	if (rs->cq)
+		rs_cq_poll_all(rs);
 	set_bit(RS_F_DISCONNECTED, &rs->flags);
 	if (!test_bit(RS_F_PEER_FIN, &rs->flags))
 		rs_abort(rs, -ECONNRESET);

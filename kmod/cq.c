@@ -91,6 +91,23 @@ void rs_cq_destroy(struct rs_sock *rs)
 }
 
 /*
+ * The CM says the peer disconnected: handle every completion the CQ holds first, waiting for the
+ * irq_poll if it is inside, so that a FIN that arrived before the disconnect is seen before we
+ * decide between an orderly close and a reset.  CM handler (process context); teardown takes the
+ * handler lock before it frees the CQ, so the CQ stays.  Bounded: at most a few CQs' worth.
+ */
+void rs_cq_poll_all(struct rs_sock *rs)
+{
+	int rounds = 4;
+
+	spin_lock_bh(&rs->cq_lock);
+	while (!test_bit(RS_F_DYING, &rs->flags) && rs->cq && rounds-- &&
+	       rs_cq_process(rs, RS_CQ_BUDGET) == RS_CQ_BUDGET)
+		;
+	spin_unlock_bh(&rs->cq_lock);
+}
+
+/*
  * Busy poll: handle what the CQ holds now, from the reader's context.  Nothing to do when the
  * connection is being torn down (the CQ may be going away) or the softirq is polling it already.
  */

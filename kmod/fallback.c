@@ -205,14 +205,19 @@ static void rs_tcp_copy_tcp_opts(struct socket *from, struct socket *to)
 		tcp_sock_set_user_timeout(to->sk, inet_csk(from->sk)->icsk_user_timeout);
 }
 
-/* Make sure the TCP socket exists with @family (unless it is already bound or connected). */
+/*
+ * Make sure the TCP socket exists with @family (unless it is already bound or connected).  It is
+ * replaced only while the mode is NONE, under lock_sock: once the mode is TCP or LISTEN, callers
+ * use rs->tcp without lock_sock (af_rdmasock.c, rs_is_tcp()), and it must stay until release().
+ */
 int rs_tcp_ensure(struct rs_sock *rs, int family)
 {
 	struct socket *tcp;
 	int err;
 
+	sock_owned_by_me(&rs->sk);
 	if (rs->tcp && (rs->tcp->sk->sk_family == family || inet_sk(rs->tcp->sk)->inet_num ||
-			rs->tcp->sk->sk_state != TCP_CLOSE))
+			rs->tcp->sk->sk_state != TCP_CLOSE || rs->mode != RDMASOCK_MODE_NONE))
 		return 0;
 	err = __sock_create(sock_net(&rs->sk), family, SOCK_STREAM, IPPROTO_TCP, &tcp, 0);
 	if (err)
@@ -226,6 +231,18 @@ int rs_tcp_ensure(struct rs_sock *rs, int family)
 	return 0;
 }
 
+/* listen() on an unbound socket: take a port now (as listen's autobind would) for both spaces. */
+int rs_tcp_bind_any(struct rs_sock *rs)
+{
+	struct sockaddr_storage any = {};
+
+	if (inet_sk(rs->tcp->sk)->inet_num)
+		return 0;
+	any.ss_family = rs->tcp->sk->sk_family;
+	return kernel_bind(rs->tcp, (struct sockaddr *)&any, any.ss_family == AF_INET ?
+			   sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+}
+
 /* Switch to TCP and start a nonblocking connect; rs_connect() waits for it if it must. */
 int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int reason)
 {
@@ -234,8 +251,9 @@ int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int
 	err = rs_tcp_ensure(rs, addr->sa_family);
 	if (err)
 		return err;
-	WRITE_ONCE(rs->mode, RDMASOCK_MODE_TCP);
 	rs->reason = reason;
+	/* rs->tcp is final from here on: lockless callers may use it once they see mode TCP. */
+	smp_store_release(&rs->mode, RDMASOCK_MODE_TCP);
 	rs_count_fallback(sock_net(&rs->sk), reason);
 	rs_count(sock_net(&rs->sk), RS_CNT_CONN_TCP);
 	trace_rdmasock_fallback(rs);

@@ -129,6 +129,7 @@ enum rs_flag {
 	RS_F_RX_SWITCHED,	/* SWITCH seen: bytes from rx_switch on land in rx_next */
 	RS_F_TX_RESIZE,		/* peer's RESIZE seen (peer_next_*): switch at the next write */
 	RS_F_SQ_FENCE,		/* a REG_MR waits for the send queue to empty (tx.c) */
+	RS_F_ANNOUNCE_DUE,	/* a CONSUMED found the SQ full: the next completion sends it */
 };
 
 struct rs_sock {
@@ -177,6 +178,7 @@ struct rs_sock {
 	u64 peer_ring_addr;
 	u32 peer_rkey;
 	u32 remote_qpn;
+	u32 local_qpn;			/* rs->qp's number, for /proc and tracepoints */
 	struct sockaddr_storage peer_addr;	/* connect() destination, kept for fallback */
 	int peer_addr_len;
 	struct list_head dev_node;	/* on the device's socket list (dev.c) */
@@ -234,6 +236,7 @@ struct rs_sock {
 	struct delayed_work connect_work;	/* connect outcome, fallback, timeout */
 	struct work_struct teardown_work;	/* device removal, child abort */
 	struct work_struct close_work;		/* close after release() */
+	struct work_struct qp_err_work;		/* a fatal QP event, from any context */
 	wait_queue_head_t close_wait;		/* close_work waits here for FIN's completion */
 
 	/* The TCP socket's own callbacks, which ours wrap (fallback.c). */
@@ -260,9 +263,12 @@ void rs_wake(struct sock *sk, __poll_t mask);
 /* cm.c */
 int rs_cm_bind(struct rs_sock *rs, struct sockaddr *addr, int len);
 int rs_cm_listen(struct rs_sock *rs, int backlog);
+bool rs_cm_port_taken(struct rs_sock *rs);
+void rs_cm_listen_undo(struct rs_sock *rs);
 int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len);
 struct rs_sock *rs_cm_accept_ready(struct rs_sock *listener);
 void rs_cm_listener_close(struct rs_sock *rs);
+bool rs_cm_child_unqueue(struct rs_sock *child);
 void rs_connect_work(struct work_struct *work);
 void rs_abort(struct rs_sock *rs, int err);
 void rs_peer_ready(struct rs_sock *rs);
@@ -297,6 +303,7 @@ void rs_ring_reg_wr(struct rs_ring *ring, struct ib_reg_wr *wr, int access);
 int rs_cq_create(struct rs_sock *rs, struct ib_device *dev, u32 entries);
 void rs_cq_destroy(struct rs_sock *rs);
 void rs_cq_busy_poll(struct rs_sock *rs);
+void rs_cq_poll_all(struct rs_sock *rs);
 int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id);
 void rs_qp_destroy(struct rs_sock *rs);
 int rs_post_reg(struct rs_sock *rs);
@@ -344,6 +351,7 @@ void rs_keepalive_set(struct sock *sk, int on);
 /* fallback.c */
 void rs_tcp_set_keepalive(struct sock *tsk, bool on);
 int rs_tcp_ensure(struct rs_sock *rs, int family);
+int rs_tcp_bind_any(struct rs_sock *rs);
 int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int reason);
 void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp);
 void rs_tcp_detach(struct rs_sock *rs);
@@ -367,6 +375,7 @@ enum rs_counter {
 	RS_CNT_DEV_REMOVAL,
 	RS_CNT_KEEPALIVE_PROBE,
 	RS_CNT_KEEPALIVE_TIMEOUT,
+	RS_CNT_RDMA_PORT_TAKEN,
 	RS_CNT_WC_ERR,		/* + ib_wc_status: RS_CNT_WC_ERR + status */
 	RS_CNT_MAX = RS_CNT_WC_ERR + IB_WC_GENERAL_ERR + 1
 };

@@ -14,8 +14,16 @@ void rs_ring_free(struct rs_ring *ring)
 {
 	unsigned int i;
 
-	if (ring->mr)
-		ib_dereg_mr(ring->mr);
+	if (ring->mr && ib_dereg_mr(ring->mr)) {
+		/*
+		 * The HCA may still hold the registration and write there: these pages must never
+		 * return to the allocator.  Leak them (and say so) rather than hand them out.
+		 */
+		pr_warn_ratelimited("rdmasock: cannot deregister a ring MR: leaking its %u pages\n",
+				    ring->npages);
+		memset(ring, 0, sizeof(*ring));
+		return;
+	}
 	if (ring->nents)
 		ib_dma_unmap_sg(ring->dev, ring->sgl, ring->npages, DMA_BIDIRECTIONAL);
 	if (ring->buf)

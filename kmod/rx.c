@@ -63,8 +63,9 @@ static int rs_rx_data(struct rs_sock *rs, u32 len)
 	int err = 0;
 
 	spin_lock(&rs->lock);
-	if (!len || len > rs_rx_room(rs) ||
-	    test_bit(RS_F_PEER_FIN, &rs->flags))
+	/* The peer's READY precedes its first WRITE on this QP: DATA before it is a lie. */
+	if (!len || len > rs_rx_room(rs) || !rs->rx.buf ||
+	    test_bit(RS_F_PEER_FIN, &rs->flags) || !test_bit(RS_F_PEER_READY, &rs->flags))
 		err = -EPROTO;
 	else
 		rs->rx_prod += len;
@@ -218,10 +219,18 @@ void rs_rx_announce(struct rs_sock *rs, bool force)
 	cons = rs->rx_cons;
 	if (test_bit(RS_F_PEER_WANTS, &rs->flags))
 		force = true;
-	if (cons != rs->rx_announced && (force || cons - rs->rx_announced >= rs->rx.size / 4) &&
-	    !__rs_send_ctrl(rs, RS_IMM_CONSUMED, (u32)cons, false)) {
-		rs->rx_announced = cons;
-		clear_bit(RS_F_PEER_WANTS, &rs->flags);
+	if (cons != rs->rx_announced && (force || cons - rs->rx_announced >= rs->rx.size / 4)) {
+		if (!__rs_send_ctrl(rs, RS_IMM_CONSUMED, (u32)cons, false)) {
+			rs->rx_announced = cons;
+			clear_bit(RS_F_PEER_WANTS, &rs->flags);
+			clear_bit(RS_F_ANNOUNCE_DUE, &rs->flags);
+		} else {
+			/*
+			 * The SQ is full: the completion that frees a slot sends it (rs_send_done),
+			 * not the next read, which a reader that drained everything never makes.
+			 */
+			set_bit(RS_F_ANNOUNCE_DUE, &rs->flags);
+		}
 	}
 	spin_unlock_bh(&rs->lock);
 }
@@ -232,7 +241,15 @@ void rs_rx_announce(struct rs_sock *rs, bool force)
  */
 static struct rs_ring *rs_rx_ring_at(struct rs_sock *rs, u64 pos, u64 *base, u32 *avail)
 {
+	lockdep_assert_held(&rs->lock);
+	*avail = 0;
+	/* Aborted, or torn down (the rings are gone, and with them any unread byte). */
+	if (test_bit(RS_F_ABORTED, &rs->flags) || !rs->rx.size || pos < rs->rx_cons ||
+	    pos > rs->rx_prod)
+		return NULL;
 	if (test_bit(RS_F_RX_SWITCHED, &rs->flags)) {
+		if (!rs->rx_next.size)
+			return NULL;
 		if (pos >= rs->rx_switch) {
 			*base = rs->rx_switch;
 			*avail = rs->rx_prod - pos;
@@ -336,24 +353,37 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 	long timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
 	int target = sock_rcvlowat(sk, flags & MSG_WAITALL, len);
 	bool peek = flags & MSG_PEEK;
-	u64 pos = rs->rx_cons;
+	u64 pos, seen_cons;
 	size_t copied = 0;
 	int err = 0;
 
+	sock_owned_by_me(sk);
 	if (sk->sk_state == TCP_LISTEN)
 		return -ENOTCONN;
+	spin_lock_bh(&rs->lock);
+	pos = seen_cons = rs->rx_cons;
+	spin_unlock_bh(&rs->lock);
 	for (;;) {
 		struct rs_ring *ring;
-		u32 avail = 0, n;
+		u32 avail, n;
 		u64 base;
 
+		/*
+		 * As tcp_recvmsg() works on copied_seq itself: waits and busy polling drop lock_sock,
+		 * and another reader (or a peeking one) may have moved rx_cons meanwhile.  A reader
+		 * always starts where rx_cons is now; a peek restarts there if it moved.
+		 */
 		spin_lock_bh(&rs->lock);
-		if (!test_bit(RS_F_ABORTED, &rs->flags))
-			ring = rs_rx_ring_at(rs, pos, &base, &avail);
+		if (rs->rx_cons != seen_cons) {
+			seen_cons = rs->rx_cons;
+			pos = seen_cons;
+		}
+		ring = rs_rx_ring_at(rs, pos, &base, &avail);
 		spin_unlock_bh(&rs->lock);
 		if (avail) {
 			/* As tcp_recvmsg(): a zero-length read with data waiting returns 0. */
 			n = min_t(size_t, avail, len - copied);
+			/* lock_sock is held: neither teardown nor a ring swap can run meanwhile. */
 			err = rs_rx_copy(ring, base, pos, n, msg);
 			if (err)
 				break;
@@ -361,7 +391,10 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 			copied += n;
 			if (!peek) {
 				spin_lock_bh(&rs->lock);
-				rs->rx_cons = pos;
+				/* An abort meanwhile discarded everything: rx_cons stays where it is. */
+				if (rs->rx_cons == seen_cons)
+					rs->rx_cons = pos;
+				seen_cons = rs->rx_cons;
 				spin_unlock_bh(&rs->lock);
 				if (test_bit(RS_F_RX_SWITCHED, &rs->flags))
 					rs_rx_switch_done(rs);

@@ -66,6 +66,7 @@ static const char * const rs_counter_names[RS_CNT_WC_ERR] = {
 	[RS_CNT_DEV_REMOVAL] = "device_removals",
 	[RS_CNT_KEEPALIVE_PROBE] = "keepalive_probes",
 	[RS_CNT_KEEPALIVE_TIMEOUT] = "keepalive_timeouts",
+	[RS_CNT_RDMA_PORT_TAKEN] = "listen_rdma_port_taken",
 };
 
 /* ---- counters ---- */
@@ -247,7 +248,7 @@ static void rs_seq_show_sock(struct seq_file *seq, struct rs_sock *rs, int idx)
 	seq_printf(seq, " %02X %s %s %s %u %u %u %llu %llu %u %u %u %u %u %lu\n",
 		   READ_ONCE(rs->sk.sk_state), rs_mode_names[mode], rs_reason_names[rs->reason],
 		   rs->devname[0] ? rs->devname : "-", rs->port_num,
-		   rs->qp ? rs->qp->qp_num : 0, rs->remote_qpn, sent, rcvd, rx_ring, rxq,
+		   READ_ONCE(rs->local_qpn), rs->remote_qpn, sent, rcvd, rx_ring, rxq,
 		   tx_ring, txq, from_kuid_munged(seq_user_ns(seq), sock_i_uid(&rs->sk)),
 		   sock_i_ino(&rs->sk));
 }

@@ -27,7 +27,7 @@ DECLARE_EVENT_CLASS(rdmasock_sock,
 				   __entry->mode = READ_ONCE(rs->mode);
 				   __entry->reason = READ_ONCE(rs->reason);
 				   __entry->err = READ_ONCE(rs->sk.sk_err);
-				   __entry->lqpn = rs->qp ? rs->qp->qp_num : 0;
+				   __entry->lqpn = READ_ONCE(rs->local_qpn);
 				   __entry->rqpn = rs->remote_qpn;),
 		    TP_printk("sk=%p state=%d mode=%d reason=%d err=%d lqpn=%u rqpn=%u",
 			      __entry->sk, __entry->state, __entry->mode, __entry->reason,

@@ -34,6 +34,21 @@ MODULE_PARM_DESC(autocork, "hold small writes while an earlier one is in flight 
 static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc);
 static int rs_fence_fire(struct rs_sock *rs);
 
+/* The fatal QP event, in process context: rs_abort() takes BH spinlocks. */
+static void rs_qp_err_work(struct work_struct *work)
+{
+	struct rs_sock *rs = container_of(work, struct rs_sock, qp_err_work);
+
+	if (test_bit(RS_F_RDMA_UP, &rs->flags) && !test_bit(RS_F_DYING, &rs->flags))
+		rs_abort(rs, -ECONNRESET);
+	sock_put(&rs->sk);
+}
+
+/*
+ * Providers call this in any context, hard IRQ included (mlx4; mlx5 on some kernels): only count
+ * and queue the work, as net/smc and xprtrdma do.  The QP exists, so the socket does: the
+ * reference is safe to take, and dropping the spare one is never the last put.
+ */
 static void rs_qp_event(struct ib_event *ev, void *ctx)
 {
 	struct rs_sock *rs = ctx;
@@ -41,7 +56,9 @@ static void rs_qp_event(struct ib_event *ev, void *ctx)
 	if (ev->event == IB_EVENT_QP_FATAL || ev->event == IB_EVENT_QP_ACCESS_ERR ||
 	    ev->event == IB_EVENT_QP_REQ_ERR) {
 		rs_count(sock_net(&rs->sk), RS_CNT_QP_FATAL);
-		rs_abort(rs, -ECONNRESET);
+		sock_hold(&rs->sk);
+		if (!queue_work(rs_wq, &rs->qp_err_work))
+			sock_put(&rs->sk);
 	}
 }
 
@@ -66,6 +83,7 @@ static int rs_qp_alloc(struct rs_sock *rs, struct rdma_cm_id *id, u32 inline_siz
 	if (err)
 		return err;
 	rs->qp = id->qp;
+	WRITE_ONCE(rs->local_qpn, id->qp->qp_num);
 	rs->max_inline = attr.cap.max_inline_data;
 	return 0;
 }
@@ -102,6 +120,7 @@ void rs_qp_destroy(struct rs_sock *rs)
 		else
 			ib_destroy_qp(rs->qp);
 		rs->qp = NULL;
+		WRITE_ONCE(rs->local_qpn, 0);
 	}
 	rs_cq_destroy(rs);
 	kfree(rs->txc);
@@ -153,8 +172,8 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: it is gone */
 	if (uncork || fenced)
 		rs_tx_push(rs);
-	if (fenced)
-		rs_rx_announce(rs, false);	/* a report the fence held back */
+	if (fenced || test_and_clear_bit(RS_F_ANNOUNCE_DUE, &rs->flags))
+		rs_rx_announce(rs, true);	/* a report the fence or a full SQ held back */
 	rs->sk.sk_write_space(&rs->sk);
 	wake_up_all(&rs->close_wait);
 }
@@ -354,6 +373,11 @@ void rs_tx_push(struct rs_sock *rs)
 	int err = 0;
 
 	spin_lock_bh(&rs->lock);
+	/* Torn down: the staging ring is gone (tx.size 0), and nothing can be posted any more. */
+	if (test_bit(RS_F_DYING, &rs->flags) || !rs->tx.size) {
+		spin_unlock_bh(&rs->lock);
+		return;
+	}
 	while (rs->tx_staged != rs->tx_prod && !err) {
 		u32 off = (rs->tx_prod - rs->tx_base) % rs->tx.size;
 		u32 len = min_t(u64, rs->tx_staged - rs->tx_prod, rs->tx.size - off);
@@ -385,6 +409,7 @@ static void rs_push_work(struct work_struct *work)
 void rs_tx_init(struct rs_sock *rs)
 {
 	INIT_DELAYED_WORK(&rs->push_work, rs_push_work);
+	INIT_WORK(&rs->qp_err_work, rs_qp_err_work);
 }
 
 /* Teardown: RS_F_DYING is set, so rs_tx_push() can no longer re-arm push_work. */
@@ -484,8 +509,10 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo)
 		 * A window below the peer's ring (SO_SNDBUF) can close before the peer consumed the
 		 * quarter ring that makes it report: ask it to report at once.
 		 */
-		if (rs_tx_window(rs) < rs->tx.size && !test_and_set_bit(RS_F_WANT_SENT, &rs->flags))
-			rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_WANT_CONSUMED, false);
+		if (rs_tx_window(rs) < rs->tx.size && !test_and_set_bit(RS_F_WANT_SENT, &rs->flags) &&
+		    rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_WANT_CONSUMED, false))
+			/* Not posted (SQ full): the next turn, after a completion woke us, asks again. */
+			clear_bit(RS_F_WANT_SENT, &rs->flags);
 		err = -EAGAIN;
 		if (!*timeo)
 			break;

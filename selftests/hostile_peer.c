@@ -13,7 +13,14 @@
  * consumed_payload (a payload where none belongs), switch_unasked (SWITCH without our RESIZE),
  * resize_small (a RESIZE to a smaller, odd size), resize_twice (a second offer before the switch),
  * resize_long (a RESIZE longer than its buffer: the receive fails).
+ * data_before_ready (a WRITE before our READY), early_bad_ctrl (a violation at once, before READY).
  * "valid" behaves: sends "hello" and expects it echoed.
+ *
+ *   hostile_peer --listen ADDR PORT CASE
+ *
+ * A user-space rdma_cm listener on ADDR:PORT.  "hold" only listens (prints "listening", then waits
+ * to be killed): it holds the port in rdma_cm's port space.  "data_before_ready" accepts a kernel
+ * client with a valid hello, WRITEs into its ring and never sends READY.
  * Exit status: 0 when the kernel reacted as expected (reject, or the QP/connection went down).
  */
 #define _GNU_SOURCE
@@ -144,18 +151,99 @@ static int kernel_dropped_us(int ms)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* PD, CQ, our ring and its MR, and the QP on @id; receives posted. */
+static void resources(void)
 {
-	struct rdma_conn_param param = { .retry_count = 6, .rnr_retry_count = 7 };
 	struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 256, .max_recv_wr = 256,
 						.max_send_sge = 1, .max_recv_sge = 1 },
 				       .qp_type = IBV_QPT_RC };
+
+	pd = ibv_alloc_pd(id->verbs);
+	cq = ibv_create_cq(id->verbs, 1024, NULL, NULL, 0);
+	qa.send_cq = qa.recv_cq = cq;
+	ring = aligned_alloc(4096, RING);
+	mr = ibv_reg_mr(pd, ring, RING, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!pd || !cq || !mr || rdma_create_qp(id, pd, &qa))
+		die("resources");
+	post_recvs(200);
+}
+
+static void hello_valid(struct hello *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = htobe32(0x52534f4b);
+	h->version = 1;
+	h->len = htobe16(sizeof(*h));
+	h->ring_addr = htobe64((uintptr_t)ring);
+	h->ring_rkey = htobe32(mr->rkey);
+	h->ring_size = htobe32(RING);
+}
+
+/* --listen: a user-space listener, for the cases where the kernel is the client. */
+static int serve(const char *addr, const char *port, const char *c)
+{
+	struct rdma_conn_param param = { .retry_count = 6, .rnr_retry_count = 7 };
+	struct rdma_cm_id *lid;
+	struct rdma_cm_event *ev;
+	struct addrinfo *ai;
+	struct hello h;
+
+	if (getaddrinfo(addr, port, NULL, &ai))
+		die("getaddrinfo");
+	ch = rdma_create_event_channel();
+	if (!ch || rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP))
+		die("create id");
+	if (rdma_bind_addr(lid, ai->ai_addr) || rdma_listen(lid, 8))
+		die("listen");
+	printf("listening\n");
+	fflush(stdout);
+	if (!strcmp(c, "hold")) {
+		pause();
+		return 0;
+	}
+	if (strcmp(c, "data_before_ready"))
+		return 2;
+	ev = wait_event(RDMA_CM_EVENT_CONNECT_REQUEST);
+	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+		return 3;
+	const struct hello *ph = ev->param.conn.private_data;
+
+	id = ev->id;
+	peer_addr = be64toh(ph->ring_addr);
+	peer_rkey = be32toh(ph->ring_rkey);
+	peer_size = be32toh(ph->ring_size);
+	rdma_ack_cm_event(ev);
+	resources();
+	hello_valid(&h);
+	param.private_data = &h;
+	param.private_data_len = sizeof(h);
+	if (rdma_accept(id, &param))
+		die("accept");
+	ev = wait_event(RDMA_CM_EVENT_ESTABLISHED);
+	if (ev->event != RDMA_CM_EVENT_ESTABLISHED)
+		return 3;
+	rdma_ack_cm_event(ev);
+	fcntl(ch->fd, F_SETFL, O_NONBLOCK);
+	/* DATA into the client's ring, and never the READY that must come first. */
+	memcpy(ring, "early", 5);
+	post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
+	int dropped = kernel_dropped_us(15000);
+
+	printf("%s: %s\n", c, dropped ? "connection reset by the kernel" : "NOT reset");
+	return dropped ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct rdma_conn_param param = { .retry_count = 6, .rnr_retry_count = 7 };
 	struct hello h = { 0 };
 	struct addrinfo *ai;
 	struct rdma_cm_event *ev;
 	const char *c;
 	int recvs = 0;
 
+	if (argc == 5 && !strcmp(argv[1], "--listen"))
+		return serve(argv[2], argv[3], argv[4]);
 	if (argc != 4)
 		return 2;
 	c = argv[3];
@@ -170,21 +258,8 @@ int main(int argc, char **argv)
 	if (rdma_resolve_route(id, 2000))
 		die("resolve route");
 	rdma_ack_cm_event(wait_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
-	pd = ibv_alloc_pd(id->verbs);
-	cq = ibv_create_cq(id->verbs, 1024, NULL, NULL, 0);
-	qa.send_cq = qa.recv_cq = cq;
-	ring = aligned_alloc(4096, RING);
-	mr = ibv_reg_mr(pd, ring, RING, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!pd || !cq || !mr || rdma_create_qp(id, pd, &qa))
-		die("resources");
-	post_recvs(200);
-
-	h.magic = htobe32(0x52534f4b);
-	h.version = 1;
-	h.len = htobe16(sizeof(h));
-	h.ring_addr = htobe64((uintptr_t)ring);
-	h.ring_rkey = htobe32(mr->rkey);
-	h.ring_size = htobe32(RING);
+	resources();
+	hello_valid(&h);
 	if (!strcmp(c, "hello_magic"))
 		h.magic = htobe32(0xdeadbeef);
 	if (!strcmp(c, "hello_version"))
@@ -214,6 +289,17 @@ int main(int argc, char **argv)
 	peer_size = be32toh(ph->ring_size);
 	rdma_ack_cm_event(ev);
 	fcntl(ch->fd, F_SETFL, O_NONBLOCK);	/* from now on, poll for the kernel's DISCONNECTED */
+	if (!strcmp(c, "data_before_ready") || !strcmp(c, "early_bad_ctrl")) {
+		memcpy(ring, "early", 5);
+		if (c[0] == 'd')
+			post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
+		else
+			post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 77, 0, 0);
+		int dropped = kernel_dropped_us(10000);
+
+		printf("%s: %s\n", c, dropped ? "connection reset by the kernel" : "NOT reset");
+		return dropped ? 0 : 1;
+	}
 	/* Our READY (we register nothing more: the MR is ready), then wait for the kernel's. */
 	post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 1, 0, 0);
 	for (int i = 0; i < 2000 && !recvs; i++)

@@ -6,6 +6,7 @@
  * and the VM runner fails the run on any kernel warning.
  */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <sys/wait.h>
 #include "lib.h"
 #include "kselftest_harness.h"
@@ -24,6 +25,46 @@ static pid_t run_peer(const struct sockaddr_storage *ss, const char *what)
 		_exit(4);
 	}
 	return pid;
+}
+
+/* hostile_peer --listen on @ss: returns once it listens (its pid in *pid), or -1. */
+static int run_server(const struct sockaddr_storage *ss, const char *what, pid_t *pid)
+{
+	char addr[INET_ADDRSTRLEN], port[8], tool[512], line[64] = "";
+	int p[2];
+	FILE *f;
+
+	inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, addr, sizeof(addr));
+	snprintf(port, sizeof(port), "%u", addr_port(ss));
+	snprintf(tool, sizeof(tool), "%s/build/selftests/hostile_peer", getenv("RDMASOCK_TOP"));
+	if (pipe(p))
+		return -1;
+	*pid = fork();
+	if (!*pid) {
+		dup2(p[1], 1);
+		close(p[0]);
+		execl(tool, "hostile_peer", "--listen", addr, port, what, (char *)NULL);
+		_exit(4);
+	}
+	close(p[1]);
+	f = fdopen(p[0], "r");
+	if (!f || !fgets(line, sizeof(line), f) || strcmp(line, "listening\n")) {
+		kill(*pid, SIGKILL);
+		return -1;
+	}
+	return 0;
+}
+
+/* A port on the host address that nobody holds now (TCP's ephemeral choice). */
+static void free_port(struct sockaddr_storage *ss, socklen_t *len)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	*len = host_addr(AF_INET, ss, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)ss, *len) ||
+	    getsockname(fd, (struct sockaddr *)ss, len))
+		memset(ss, 0, sizeof(*ss));
+	close(fd);
 }
 
 static int peer_status(pid_t pid)
@@ -136,6 +177,153 @@ TEST_F_TIMEOUT(hostile, kernel_survives, 90)
 	ASSERT_EQ(2, recv(s, buf, 2, MSG_WAITALL));
 	close(c);
 	close(s);
+}
+
+/* Cases run once, each with its own honest listener beside the hostile peer. */
+FIXTURE(once) {
+	int lfd;
+	struct sockaddr_storage ss;
+	socklen_t len;
+};
+
+FIXTURE_SETUP(once)
+{
+	self->lfd = make_listener(CARRIER_RDMASOCK, AF_INET, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
+}
+
+FIXTURE_TEARDOWN(once)
+{
+	close(self->lfd);
+}
+
+/*
+ * Children that fail while still waiting for the client's RTU (the client broke the protocol at
+ * once) leave the backlog: after many of them an honest client still gets RDMA, not BUSY.
+ */
+TEST_F_TIMEOUT(once, failing_pending_children_free_their_backlog_slots, 300)
+{
+	long long busy = rs_counter("fallback_peer_busy");
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd, c, s = -1, one = 1;
+
+	lfd = socket(rs_family_number(), SOCK_STREAM, 0);
+	len = host_addr(AF_INET, &ss, 0);
+	ASSERT_EQ(0, setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	ASSERT_EQ(0, bind(lfd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(0, listen(lfd, 1));
+	ASSERT_EQ(0, getsockname(lfd, (struct sockaddr *)&ss, &len));
+	for (int i = 0; i < 6; i++) {
+		pid_t pid = run_peer(&ss, i % 2 ? "early_bad_ctrl" : "data_before_ready");
+		int a;
+
+		ASSERT_EQ(0, peer_status(pid));
+		/* A child that was established first is accepted, and shows the reset. */
+		while (poll_one(lfd, POLLIN, 0) && (a = accept(lfd, NULL, NULL)) >= 0)
+			close(a);
+	}
+	/* The honest client: accept every connection while it connects, keep its own. */
+	c = socket(rs_family_number(), SOCK_STREAM | SOCK_NONBLOCK, 0);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(-1, connect(c, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(EINPROGRESS, errno);
+	for (int i = 0; i < 600 && !(poll_one(c, POLLOUT, 0) & POLLOUT); i++) {
+		if (poll_one(lfd, POLLIN, 50)) {
+			if (s >= 0)
+				close(s);
+			s = accept(lfd, NULL, NULL);
+		}
+	}
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(busy, rs_counter("fallback_peer_busy"));
+	if (s < 0 || rs_getint(s, RDMASOCK_MODE) != RDMASOCK_MODE_RDMA) {
+		if (s >= 0)
+			close(s);
+		ASSERT_EQ(POLLIN, poll_one(lfd, POLLIN, 10000));
+		s = accept(lfd, NULL, NULL);
+	}
+	ASSERT_LE(0, s);
+	ASSERT_EQ(2, send(c, "ok", 2, MSG_NOSIGNAL));
+	ASSERT_EQ(0, poll_one(c, POLLERR, 0));
+	close(c);
+	close(s);
+	close(lfd);
+}
+
+/*
+ * A server that writes before its READY (and never sends it): the kernel client refuses it
+ * (EPROTO), nothing of it can be read, and the same socket then connects to an honest server.
+ */
+TEST_F_TIMEOUT(once, kernel_client_refuses_data_before_ready, 120)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int c, s, one = 1;
+	char buf[16];
+	pid_t pid;
+
+	free_port(&ss, &len);
+	ASSERT_NE(0, addr_port(&ss));
+	ASSERT_EQ(0, run_server(&ss, "data_before_ready", &pid));
+	c = socket(rs_family_number(), SOCK_STREAM, 0);
+	ASSERT_EQ(0, setsockopt(c, SOL_RDMASOCK, RDMASOCK_NO_FALLBACK, &one, sizeof(one)));
+	ASSERT_EQ(-1, connect(c, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(EPROTO, errno);
+	ASSERT_EQ(0, peer_status(pid));
+	/* Nothing the liar wrote is readable: end of stream, as TCP after a reset connect. */
+	ASSERT_GE(0, recv(c, buf, sizeof(buf), MSG_DONTWAIT));
+	/* The socket connects again (the aborted attempt torn down first), to an honest server. */
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(2, send(c, "ok", 2, 0));
+	ASSERT_EQ(2, recv(s, buf, 2, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, "ok", 2));
+	close(c);
+	close(s);
+}
+
+/*
+ * Someone else (any local user) listens on our port in rdma_cm's port space: listen() fails as a
+ * taken TCP port fails it, instead of serving TCP alone while the other gets every RDMA client.
+ */
+TEST_F_TIMEOUT(once, rdma_port_held_by_another_listener, 120)
+{
+	long long taken = rs_counter("listen_rdma_port_taken");
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, c, s, one = 1;
+	char buf[2];
+	pid_t pid;
+
+	free_port(&ss, &len);
+	ASSERT_NE(0, addr_port(&ss));
+	ASSERT_EQ(0, run_server(&ss, "hold", &pid));
+	fd = socket(rs_family_number(), SOCK_STREAM, 0);
+	ASSERT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	ASSERT_EQ(0, bind(fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(-1, listen(fd, 4));
+	ASSERT_EQ(EADDRINUSE, errno);
+	close(fd);
+	ASSERT_EQ(taken + 1, rs_counter("listen_rdma_port_taken"));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	/* Once the other is gone the port serves RDMA again. */
+	fd = socket(rs_family_number(), SOCK_STREAM, 0);
+	ASSERT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	ASSERT_EQ(0, bind(fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(0, listen(fd, 4));
+	c = socket(rs_family_number(), SOCK_STREAM, 0);
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+	s = accept(fd, NULL, NULL);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(2, send(c, "ok", 2, 0));
+	ASSERT_EQ(2, recv(s, buf, 2, MSG_WAITALL));
+	close(c);
+	close(s);
+	close(fd);
 }
 
 TEST_HARNESS_MAIN

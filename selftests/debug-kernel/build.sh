@@ -1,15 +1,19 @@
 #!/bin/bash
 # Build (once) the debug kernel of the debug-kernel lane: Debian's linux-source-6.1, defconfig plus
 # config.fragment (KASAN, lockdep, kmemleak, list/object debugging; subsystems the VM never uses
-# off).  Cached in
-# build/debug-kernel/<source version>-<fragment hash>/; build/debug-kernel/current points at it.
+# off).  Cached outside the clone, keyed by its inputs, in
+# $RDMASOCK_KERNEL_CACHE (default /var/cache/rdmasock/debug-kernel)/<source version>-<hash of the
+# fragment and this script>/, so a machine that built it once (a developer's, or CI's in a fresh
+# clone) never builds it again; build/debug-kernel/current points at it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 tarball=$(ls /usr/src/linux-source-6.1*.tar.xz | head -n 1)
 srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1)
 hash=$(cat "$here/config.fragment" "$here/build.sh" | sha256sum | cut -c1-12)
-dir=$top/build/debug-kernel/$srcver-$hash
+cache=${RDMASOCK_KERNEL_CACHE:-/var/cache/rdmasock/debug-kernel}
+dir=$cache/$srcver-$hash
+mkdir -p "$top/build/debug-kernel"
 if [ -s "$dir/release" ] && [ -s "$dir/bzImage" ]; then
 	ln -sfn "$dir" "$top/build/debug-kernel/current"
 	echo "debug kernel: cached ($(cat "$dir/release"))"
