@@ -79,6 +79,7 @@ struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern)
 	sk->sk_write_space = rs_write_space;
 	rs = rs_sk(sk);
 	spin_lock_init(&rs->lock);
+	spin_lock_init(&rs->cq_lock);	/* once: a busy poller of an earlier connection may hold it */
 	INIT_LIST_HEAD(&rs->pending_q);
 	INIT_LIST_HEAD(&rs->ready_q);
 	INIT_LIST_HEAD(&rs->accept_node);
@@ -278,6 +279,7 @@ static int rs_listen(struct socket *sock, int backlog)
 {
 	struct rs_sock *rs = rs_sk(sock->sk);
 	struct sock *sk = &rs->sk;
+	bool bound;
 	int err;
 
 	lock_sock(sk);
@@ -291,19 +293,18 @@ static int rs_listen(struct socket *sock, int backlog)
 		goto out;
 	}
 	err = rs_tcp_ensure(rs, AF_INET6);
-	if (!err)
-		err = rs_tcp_bind_any(rs);
 	if (err)
 		goto out;
-	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
 	/*
-	 * The port is ours in TCP's port space; take it in rdma_cm's too, or a local rdma_cm user
-	 * listening there would get every RDMA client while we served TCP alone.  A taken port
-	 * fails listen() as a taken TCP port fails it (counted).  An address without an RDMA device
-	 * (127.0.0.1) serves TCP only.
+	 * A port the user bound is ours in TCP's port space; it must be ours in rdma_cm's too, or a
+	 * local rdma_cm user listening there would get every RDMA client while we served TCP alone:
+	 * a taken port fails listen() as a taken TCP port fails bind() (counted).  An ephemeral port
+	 * (listen without bind) is TCP's choice; one rdma_cm holds already only costs RDMA (counted).
+	 * An address without an RDMA device (127.0.0.1) serves TCP only.
 	 */
-	if (!rs->force_tcp && rs_cm_listen(rs, backlog) && rs_cm_port_taken(rs)) {
-		rs_count(sock_net(sk), RS_CNT_RDMA_PORT_TAKEN);
+	bound = inet_sk(rs->tcp->sk)->inet_num;
+	if (bound && !rs->force_tcp && rs_cm_bind_listener(rs) == -EADDRINUSE &&
+	    !sk->sk_reuseport) {
 		err = -EADDRINUSE;
 		goto out;
 	}
@@ -313,8 +314,13 @@ static int rs_listen(struct socket *sock, int backlog)
 		rs_cm_listen_undo(rs);
 		goto out;
 	}
-	rs->mode = RDMASOCK_MODE_LISTEN;
-	sk->sk_state = TCP_LISTEN;
+	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
+	/* rs->tcp is final: poll may use it once it sees mode LISTEN (rs_accept_ready). */
+	smp_store_release(&rs->mode, RDMASOCK_MODE_LISTEN);
+	WRITE_ONCE(sk->sk_state, TCP_LISTEN);
+	/* A listen error of a device's own (siw listens on its own TCP socket): TCP only. */
+	if (!rs->force_tcp && (bound || !rs_cm_bind_listener(rs)))
+		rs_cm_listen(rs, backlog);
 out:
 	release_sock(sk);
 	return err;
@@ -323,7 +329,10 @@ out:
 /* Is there a connection to accept, from RDMA or from TCP? */
 static bool rs_accept_ready(struct rs_sock *rs)
 {
-	struct sock *tsk = rs->tcp ? rs->tcp->sk : NULL;
+	struct sock *tsk = NULL;
+
+	if (smp_load_acquire(&rs->mode) == RDMASOCK_MODE_LISTEN)
+		tsk = rs->tcp->sk;
 
 	return !list_empty_careful(&rs->ready_q) ||
 	       (tsk && !reqsk_queue_empty(&inet_csk(tsk)->icsk_accept_queue));

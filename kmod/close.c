@@ -19,14 +19,11 @@
 void rs_abort(struct rs_sock *rs, int err)
 {
 	struct sock *sk = &rs->sk;
-	/* Before the state leaves SYN_RECV: a pending child frees its backlog slot (cm.c). */
-	bool unqueued = rs->parent && rs_cm_child_unqueue(rs);
+	bool unqueued;
 
 	spin_lock_bh(&rs->lock);
 	if (test_and_set_bit(RS_F_ABORTED, &rs->flags)) {
 		spin_unlock_bh(&rs->lock);
-		if (unqueued)
-			sock_put(sk);
 		return;
 	}
 	WRITE_ONCE(sk->sk_err, -err);
@@ -34,6 +31,11 @@ void rs_abort(struct rs_sock *rs, int err)
 	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 	rs->rx_cons = rs->rx_prod;	/* as a TCP reset, unread data is gone */
 	spin_unlock_bh(&rs->lock);
+	/* After RS_F_ABORTED is set: a pending child frees its backlog slot (cm.c). */
+	unqueued = rs->parent && rs_cm_child_unqueue(rs);
+	/* Nor does its RTU timer keep it (and its listener) for seconds more. */
+	if (rs->parent && cancel_delayed_work(&rs->connect_work))
+		sock_put(sk);	/* the timer's reference; the caller's keeps the socket */
 	trace_rdmasock_error(rs);
 	sk_error_report(sk);
 	rs_wake(sk, EPOLLIN | EPOLLOUT | EPOLLHUP | EPOLLRDHUP | EPOLLERR);
@@ -65,6 +67,9 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 	rs_mark_dying(rs, in_handler);
 	rs_keepalive_stop(rs);
 	rs_tx_stop(rs);
+	/* A fatal QP event's work must not outlive this connection and abort the next one. */
+	if (cancel_work_sync(&rs->qp_err_work))
+		sock_put(&rs->sk);	/* its reference; the caller holds one too */
 	if (rs->cm_id && rs->qp && !in_handler)
 		rdma_disconnect(rs->cm_id);
 	rs_qp_destroy(rs);
@@ -78,11 +83,13 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 	spin_unlock_bh(&rs->lock);
 	if (rs->pd)
 		rs_grow_free(rs);
-	rs_ring_free(&rs->rx);
-	rs_ring_free(&rs->tx);
+	rs_ring_release(rs, &rs->rx);
+	rs_ring_release(rs, &rs->tx);
 	if (rs->pd) {
-		ib_dealloc_pd(rs->pd);
+		if (!rs->pd_pinned)
+			ib_dealloc_pd(rs->pd);	/* else leaked with the MR it still holds */
 		rs->pd = NULL;
+		rs->pd_pinned = false;
 	}
 	if (!in_handler) {
 		id = xchg(&rs->cm_id, NULL);
@@ -110,12 +117,16 @@ static bool rs_rdma_live(struct rs_sock *rs)
 	return test_bit(RS_F_RDMA_UP, &rs->flags) && !test_bit(RS_F_ABORTED, &rs->flags);
 }
 
-/* FIN follows the last staged byte: rs_tx_push() sends it once they are all posted. */
+/*
+ * FIN follows the last staged byte: rs_tx_push() sends it once they are all posted.  Before the
+ * connection is up (shutdown(SHUT_WR) in SYN_SENT, as TCP allows) it waits: establishment pushes.
+ */
 void rs_send_fin(struct rs_sock *rs)
 {
-	if (!rs_rdma_live(rs) || test_and_set_bit(RS_F_FIN_PENDING, &rs->flags))
+	if (test_bit(RS_F_ABORTED, &rs->flags) || test_and_set_bit(RS_F_FIN_PENDING, &rs->flags))
 		return;
-	rs_tx_push(rs);
+	if (rs_rdma_live(rs))
+		rs_tx_push(rs);
 }
 
 int rs_shutdown(struct rs_sock *rs, int how)

@@ -29,6 +29,7 @@
  */
 #define RS_BUSY_TRIES		22
 #define RS_BUSY_BACKOFF_MS	100
+#define RS_SYN_RECV_TIMEOUT	(10 * HZ)	/* a child waits this long for the client's RTU */
 
 static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
@@ -90,7 +91,9 @@ static int rs_conn_create(struct rs_sock *rs, struct rdma_cm_id *id)
 	if (err)
 		return err;
 	rs->port_num = id->port_num;
-	rs_dev_attach(rs, id->device);
+	err = rs_dev_attach(rs, id->device);
+	if (err)
+		return err;
 	set_bit(RS_F_RDMA_UP, &rs->flags);
 	rdma_set_min_rnr_timer(id, IB_RNR_TIMER_000_32);
 	return rs_post_recvs(rs, rs->rq_depth);
@@ -177,7 +180,9 @@ static void rs_cm_client_established(struct rs_sock *rs, struct rdma_cm_event *e
 	rs_note_addrs(rs, rs->cm_id);
 	err = rs_tx_ring_create(rs);
 	if (!err)
-		err = rs_post_reg(rs);
+		err = rs_post_reg_ring(rs, &rs->rx, true);
+	if (!err)
+		err = rs_post_reg_ring(rs, &rs->tx, false);
 	if (!err)
 		err = rs_post_ready(rs);
 	if (err) {
@@ -214,6 +219,49 @@ static bool rs_no_rdma_path(const struct sockaddr *addr)
 	       ipv6_addr_v4mapped(&sin6->sin6_addr);
 }
 
+/*
+ * connect() again on a socket that had a connection or an aborted attempt (TCP allows it once
+ * connect() reported the failure): nothing of it may stay.  Its resources, id and pending work go
+ * now, under lock_sock (a queued teardown_work then finds RS_F_ABORTED clear, which
+ * rs_cm_connect() clears, and leaves the new attempt alone), and every per-connection field
+ * starts from zero, as both ends' ring offsets must.
+ */
+static void rs_conn_reset(struct rs_sock *rs)
+{
+	rs_teardown_rdma(rs, false);
+	spin_lock_bh(&rs->lock);
+	rs->rx_base = 0;
+	rs->rx_switch = 0;
+	rs->tx_base = 0;
+	rs->rx_prod = 0;
+	rs->rx_cons = 0;
+	rs->rx_announced = 0;
+	rs->tx_staged = 0;
+	rs->tx_prod = 0;
+	rs->tx_acked = 0;
+	rs->sq_posted = 0;
+	rs->sq_done = 0;
+	rs->tx_marker = 0;
+	rs->tx_old_seq = 0;
+	rs->peer_ring_addr = 0;
+	rs->peer_rkey = 0;
+	rs->peer_next_addr = 0;
+	rs->peer_next_rkey = 0;
+	rs->peer_next_size = 0;
+	rs->remote_qpn = 0;
+	rs->bytes_sent = 0;
+	rs->bytes_received = 0;
+	rs->proto_errors = 0;
+	spin_unlock_bh(&rs->lock);
+	rs->busy_tries = 0;
+	rs->ka_last = 0;
+	rs->ka_seen = 0;
+	rs->ka_seen_at_probe = 0;
+	rs->ka_unanswered = 0;
+	WRITE_ONCE(rs->sk.sk_err, 0);
+	WRITE_ONCE(rs->mode, RDMASOCK_MODE_NONE);
+}
+
 int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
 {
 	struct sockaddr_storage src;
@@ -222,13 +270,9 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
 	int err;
 
 	sock_owned_by_me(&rs->sk);
-	/*
-	 * A previous attempt that was aborted may still have its resources, its id and a queued
-	 * teardown_work: tear it down now, under lock_sock, before its flags are cleared below (the
-	 * queued work then finds RS_F_ABORTED clear and leaves this attempt alone).
-	 */
-	if (test_bit(RS_F_ABORTED, &rs->flags) || rs->qp || rs->pd || rs->cq)
-		rs_teardown_rdma(rs, false);
+	if (test_bit(RS_F_ABORTED, &rs->flags) || rs->qp || rs->pd || rs->cq ||
+	    rs->mode != RDMASOCK_MODE_NONE)
+		rs_conn_reset(rs);
 	id = rs->cm_id;
 	if (rs_no_rdma_path(addr)) {
 		if (rs->no_fallback)
@@ -271,6 +315,7 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
 		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_NO_DEVICE);
 	}
 	/* The timer bounds the whole set-up: a peer without RDMA makes rdma_cm retry for ~90 s. */
+	rs->connect_deadline = jiffies + msecs_to_jiffies(rs_connect_timeout_ms);
 	rs_connect_work_arm(rs, msecs_to_jiffies(rs_connect_timeout_ms));
 	return 0;
 }
@@ -308,6 +353,12 @@ void rs_connect_work(struct work_struct *work)
 	int err, reason;
 
 	lock_sock(sk);
+	if (rs->parent) {
+		/* A child whose client never sent the RTU (rs_cm_request armed this). */
+		if (sk->sk_state == TCP_SYN_RECV)
+			rs_abort(rs, -ETIMEDOUT);
+		goto out;
+	}
 	/* Closed meanwhile (close() tears the attempt down), or decided already. */
 	if (sock_flag(sk, SOCK_DEAD) || sk->sk_state != TCP_SYN_SENT ||
 	    rs->mode != RDMASOCK_MODE_NONE)
@@ -316,6 +367,9 @@ void rs_connect_work(struct work_struct *work)
 		rs_connect_retry(rs);
 		goto out;
 	}
+	/* A run armed for an earlier attempt (it waited for lock_sock): this one's is queued. */
+	if (!test_bit(RS_F_CM_DONE, &rs->flags) && time_before(jiffies, rs->connect_deadline))
+		goto out;
 	rs_connect_done_timeout(rs);
 	err = rs->cm_result;
 	reason = rs->reason;
@@ -333,6 +387,8 @@ void rs_connect_work(struct work_struct *work)
 		rs_count(sock_net(sk), RS_CNT_CONN_RDMA);
 		trace_rdmasock_established(rs);
 		rs_keepalive_update(rs);
+		if (test_bit(RS_F_FIN_PENDING, &rs->flags))
+			rs_tx_push(rs);	/* shut down for writing while it connected */
 		rs_wake(sk, EPOLLOUT | EPOLLWRNORM);
 		goto out;
 	}
@@ -355,10 +411,17 @@ out:
 
 /* ---- passive side ---- */
 
+/*
+ * As the TCP socket: SO_REUSEADDR, and IPV6_V6ONLY (rdma_cm would take net.ipv6.bindv6only
+ * instead, and then answer for an address family our TCP socket refuses, or leave a dual-stack
+ * listener's IPv4 port to someone else).
+ */
 static int rs_id_bind(struct rs_sock *rs, struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	if (rs->sk.sk_reuse)
 		rdma_set_reuseaddr(id, 1);
+	if (addr->sa_family == AF_INET6)
+		rdma_set_afonly(id, ipv6_only_sock(rs->tcp->sk));
 	return rdma_bind_addr(id, addr);
 }
 
@@ -387,21 +450,9 @@ int rs_cm_bind(struct rs_sock *rs, struct sockaddr *addr, int len)
 	return 0;
 }
 
-int rs_cm_listen(struct rs_sock *rs, int backlog)
+static int rs_cm_probe_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
-	int err;
-
-	if (!rs->cm_id) {
-		err = rs_cm_bind(rs, NULL, 0);
-		if (err)
-			return err;
-	}
-	err = rdma_listen(rs->cm_id, backlog);
-	if (err) {
-		rdma_destroy_id(rs->cm_id);
-		rs->cm_id = NULL;
-	}
-	return err;
+	return 0;	/* a DEVICE_REMOVAL meanwhile: nothing to do, we destroy it at once */
 }
 
 /*
@@ -409,7 +460,7 @@ int rs_cm_listen(struct rs_sock *rs, int backlog)
  * that port there?  An id on the same address with an ephemeral port binds if the address has an
  * RDMA device, so then the port was the problem.
  */
-bool rs_cm_port_taken(struct rs_sock *rs)
+static bool rs_cm_port_taken(struct rs_sock *rs)
 {
 	struct sockaddr_storage addr;
 	struct rdma_cm_id *id;
@@ -421,12 +472,44 @@ bool rs_cm_port_taken(struct rs_sock *rs)
 		((struct sockaddr_in *)&addr)->sin_port = 0;
 	else
 		((struct sockaddr_in6 *)&addr)->sin6_port = 0;
-	id = rdma_create_id(sock_net(&rs->sk), rs_cm_handler, rs, RDMA_PS_TCP, IB_QPT_RC);
+	id = rdma_create_id(sock_net(&rs->sk), rs_cm_probe_handler, NULL, RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(id))
 		return false;
-	taken = !rdma_bind_addr(id, (struct sockaddr *)&addr);
+	taken = !rs_id_bind(rs, id, (struct sockaddr *)&addr);
 	rdma_destroy_id(id);
 	return taken;
+}
+
+/*
+ * The listener's id, bound to the TCP socket's address and port (bind() may have made it, or
+ * failed to).  -EADDRINUSE (counted) when someone else holds that port in rdma_cm's space.
+ */
+int rs_cm_bind_listener(struct rs_sock *rs)
+{
+	int err;
+
+	if (rs->cm_id)
+		return 0;
+	err = rs_cm_bind(rs, NULL, 0);
+	if ((err == -EADDRINUSE || err == -EADDRNOTAVAIL) && rs_cm_port_taken(rs)) {
+		rs_count(sock_net(&rs->sk), RS_CNT_RDMA_PORT_TAKEN);
+		return -EADDRINUSE;
+	}
+	return err;
+}
+
+int rs_cm_listen(struct rs_sock *rs, int backlog)
+{
+	int err;
+
+	if (!rs->cm_id)
+		return -ENOENT;
+	err = rdma_listen(rs->cm_id, backlog);
+	if (err) {
+		rdma_destroy_id(rs->cm_id);
+		rs->cm_id = NULL;
+	}
+	return err;
 }
 
 /* listen() failed on the TCP side after the RDMA id listened: no half listener stays. */
@@ -505,6 +588,7 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 	struct rdma_conn_param param;
 	struct rs_hello hello;
 	struct rs_sock *child;
+	bool linked;
 	int err;
 
 	if (READ_ONCE(listener->sk.sk_state) != TCP_LISTEN)
@@ -523,26 +607,45 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 		err = rs_reject_hello(child, id);
 		goto fail;
 	}
+	/* The client's REQ sets our QP's retry count: 7 would retry for ever (rxe). */
+	if (ev->param.conn.retry_count > RS_RETRY_COUNT) {
+		err = rs_reject_hello(child, id);
+		goto fail;
+	}
 	child->remote_qpn = ev->param.conn.qp_num;
 	rs_note_addrs(child, id);
+	/*
+	 * Only our own receive ring now (RS_RING_START, our choice): the staging ring, whose size
+	 * the client's hello chose, waits for the RTU (rs_cm_child_established), so a half-open
+	 * connection pins 16 KiB and a QP, for RS_SYN_RECV_TIMEOUT at most.
+	 */
 	err = rs_conn_create(child, id);
-	if (!err)
-		err = rs_tx_ring_create(child);
 	if (err)
 		goto fail;
 	rs_hello_build(child, &hello);
 	rs_conn_param(&param, &hello);
 	err = rdma_accept(id, &param);
 	if (!err)
-		err = rs_post_reg(child);
+		err = rs_post_reg_ring(child, &child->rx, true);
 	if (err)
 		goto fail;
 	set_bit(RS_F_CM_EST, &child->flags);	/* from now on a QP error is the child's */
-	child->sk.sk_state = TCP_SYN_RECV;
 	spin_lock_bh(&listener->lock);
-	list_add_tail(&child->accept_node, &listener->pending_q);
-	listener->queued++;
+	linked = !test_bit(RS_F_ABORTED, &child->flags);
+	if (linked) {
+		child->sk.sk_state = TCP_SYN_RECV;
+		list_add_tail(&child->accept_node, &listener->pending_q);
+		set_bit(RS_F_PENDING, &child->flags);
+		listener->queued++;
+	}
 	spin_unlock_bh(&listener->lock);
+	if (!linked) {
+		/* Failed already (a completion aborted it): its teardown work destroys the id. */
+		sock_put(&child->sk);
+		return 0;
+	}
+	/* As a SYN-RECV socket times out: the client's RTU must come within this. */
+	rs_connect_work_arm(child, RS_SYN_RECV_TIMEOUT);
 	return 0;
 fail:
 	rs_child_free_early(child);
@@ -556,18 +659,22 @@ static void rs_cm_child_established(struct rs_sock *child)
 	bool queued = false;
 
 	child->mode = RDMASOCK_MODE_RDMA;
-	if (rs_post_ready(child)) {
+	/* The staging ring, now that the client proved it is there (nothing is on the SQ yet). */
+	if (rs_tx_ring_create(child) || rs_post_reg_ring(child, &child->tx, false) ||
+	    rs_post_ready(child)) {
 		rs_abort(child, -ECONNRESET);
 		return;
 	}
 	spin_lock_bh(&listener->lock);
-	if (!list_empty(&child->accept_node) && listener->sk.sk_state == TCP_LISTEN) {
+	if (test_and_clear_bit(RS_F_PENDING, &child->flags)) {
 		list_move_tail(&child->accept_node, &listener->ready_q);
 		if (child->sk.sk_state == TCP_SYN_RECV)
 			child->sk.sk_state = TCP_ESTABLISHED;
 		queued = true;
 	}
 	spin_unlock_bh(&listener->lock);
+	if (cancel_delayed_work(&child->connect_work))
+		sock_put(&child->sk);	/* the RTU came: its timer's reference */
 	if (queued) {
 		rs_count(sock_net(&child->sk), RS_CNT_CONN_RDMA);
 		trace_rdmasock_accept(child);
@@ -581,8 +688,9 @@ static void rs_cm_child_established(struct rs_sock *child)
  * failed, it broke the protocol): it leaves the listener's queue, freeing its backlog slot, as a
  * TCP request socket that timed out.  An established child stays queued, as TCP's: accept()
  * returns it and reads show the reset.  True when it was unlinked: the caller then owns the
- * queue's reference.  The child's state moves from SYN_RECV only under the listener's lock
- * (rs_cm_child_established) or after this ran (rs_abort), so the test cannot go stale.
+ * queue's reference.  RS_F_PENDING says the child is on pending_q; it changes only under the
+ * listener's lock.  rs_abort() sets RS_F_ABORTED before it calls this, and rs_cm_request() links
+ * a child only if RS_F_ABORTED is clear, under that lock: one of the two sees the other.
  */
 bool rs_cm_child_unqueue(struct rs_sock *child)
 {
@@ -590,7 +698,7 @@ bool rs_cm_child_unqueue(struct rs_sock *child)
 	bool unlinked = false;
 
 	spin_lock_bh(&listener->lock);
-	if (child->sk.sk_state == TCP_SYN_RECV && !list_empty(&child->accept_node)) {
+	if (test_and_clear_bit(RS_F_PENDING, &child->flags)) {
 		list_del_init(&child->accept_node);
 		listener->queued--;
 		unlinked = true;
@@ -644,6 +752,7 @@ void rs_cm_listener_close(struct rs_sock *rs)
 		if (!child)
 			break;
 		list_del_init(&child->accept_node);
+		clear_bit(RS_F_PENDING, &child->flags);
 		rs->queued--;
 		spin_unlock_bh(&rs->lock);
 		rs_abort(child, -ECONNRESET);

@@ -68,7 +68,6 @@ int rs_cq_create(struct rs_sock *rs, struct ib_device *dev, u32 entries)
 	cq = ib_create_cq(dev, rs_cq_event, NULL, rs, &attr);
 	if (IS_ERR(cq))
 		return PTR_ERR(cq);
-	spin_lock_init(&rs->cq_lock);
 	irq_poll_init(&rs->cq_iop, RS_CQ_BUDGET, rs_cq_irq_poll);
 	rs->cq = cq;
 	ib_req_notify_cq(cq, IB_CQ_NEXT_COMP);
@@ -94,11 +93,11 @@ void rs_cq_destroy(struct rs_sock *rs)
  * The CM says the peer disconnected: handle every completion the CQ holds first, waiting for the
  * irq_poll if it is inside, so that a FIN that arrived before the disconnect is seen before we
  * decide between an orderly close and a reset.  CM handler (process context); teardown takes the
- * handler lock before it frees the CQ, so the CQ stays.  Bounded: at most a few CQs' worth.
+ * handler lock before it frees the CQ, so the CQ stays.  Bounded: a few times the CQ's size.
  */
 void rs_cq_poll_all(struct rs_sock *rs)
 {
-	int rounds = 4;
+	int rounds = 16;	/* 16 x RS_CQ_BUDGET: several times the CQ's size */
 
 	spin_lock_bh(&rs->cq_lock);
 	while (!test_bit(RS_F_DYING, &rs->flags) && rs->cq && rounds-- &&

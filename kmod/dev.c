@@ -16,10 +16,36 @@ static LIST_HEAD(rs_dev_socks);
 /* A spinlock, not a mutex: remove() tests the list inside a wait_event() condition. */
 static DEFINE_SPINLOCK(rs_dev_lock);
 static DECLARE_WAIT_QUEUE_HEAD(rs_dev_wait);
+/*
+ * Devices whose remove() runs: rdma_cm still offers them (its client goes after ours), so new
+ * connections could attach for as long as peers keep connecting and hold the removal off.
+ */
+static LIST_HEAD(rs_dev_removing);
 
+struct rs_dev_gone {
+	struct list_head node;
+	struct ib_device *ibdev;
+};
+
+static bool rs_dev_is_removing(struct ib_device *ibdev)
+{
+	struct rs_dev_gone *g;
+
+	lockdep_assert_held(&rs_dev_lock);
+	list_for_each_entry(g, &rs_dev_removing, node)
+		if (g->ibdev == ibdev)
+			return true;
+	return false;
+}
+
+/* -ENODEV when @ibdev is going away: the connection then fails (the client falls back). */
 int rs_dev_attach(struct rs_sock *rs, struct ib_device *ibdev)
 {
 	spin_lock_bh(&rs_dev_lock);
+	if (rs_dev_is_removing(ibdev)) {
+		spin_unlock_bh(&rs_dev_lock);
+		return -ENODEV;
+	}
 	rs->ibdev = ibdev;
 	strscpy(rs->devname, dev_name(&ibdev->dev), sizeof(rs->devname));
 	list_add_tail(&rs->dev_node, &rs_dev_socks);
@@ -53,10 +79,12 @@ static bool rs_dev_in_use(struct ib_device *ibdev)
 
 static void rs_dev_remove(struct ib_device *ibdev, void *client_data)
 {
+	struct rs_dev_gone gone = { .ibdev = ibdev };
 	struct rs_sock *rs;
 	unsigned int n = 0;
 
 	spin_lock_bh(&rs_dev_lock);
+	list_add(&gone.node, &rs_dev_removing);	/* no socket attaches from here on */
 	list_for_each_entry(rs, &rs_dev_socks, dev_node) {
 		if (rs->ibdev != ibdev)
 			continue;
@@ -72,6 +100,9 @@ static void rs_dev_remove(struct ib_device *ibdev, void *client_data)
 	}
 	/* Each aborted socket's teardown work detaches it; wait for all of them. */
 	wait_event(rs_dev_wait, !rs_dev_in_use(ibdev));
+	spin_lock_bh(&rs_dev_lock);
+	list_del(&gone.node);
+	spin_unlock_bh(&rs_dev_lock);
 }
 
 static struct ib_client rs_ib_client = {

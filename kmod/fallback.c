@@ -231,18 +231,6 @@ int rs_tcp_ensure(struct rs_sock *rs, int family)
 	return 0;
 }
 
-/* listen() on an unbound socket: take a port now (as listen's autobind would) for both spaces. */
-int rs_tcp_bind_any(struct rs_sock *rs)
-{
-	struct sockaddr_storage any = {};
-
-	if (inet_sk(rs->tcp->sk)->inet_num)
-		return 0;
-	any.ss_family = rs->tcp->sk->sk_family;
-	return kernel_bind(rs->tcp, (struct sockaddr *)&any, any.ss_family == AF_INET ?
-			   sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
-}
-
 /* Switch to TCP and start a nonblocking connect; rs_connect() waits for it if it must. */
 int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int reason)
 {

@@ -70,9 +70,9 @@ int rs_resize_buf_alloc(struct rs_sock *rs)
 /* Teardown, once the QP is gone: nothing can land in these any more. */
 void rs_grow_free(struct rs_sock *rs)
 {
-	rs_ring_free(&rs->rx_next);
-	rs_ring_free(&rs->tx_old);
-	rs_ring_free(&rs->tx_next);
+	rs_ring_release(rs, &rs->rx_next);
+	rs_ring_release(rs, &rs->tx_old);
+	rs_ring_release(rs, &rs->tx_next);
 	if (rs->resize_buf) {
 		ib_dma_unmap_single(rs->pd->device, rs->resize_dma, sizeof(*rs->resize_buf),
 				    DMA_FROM_DEVICE);
@@ -148,7 +148,7 @@ static void rs_rx_grow(struct rs_sock *rs)
 		return;		/* no memory now: the next arrival tries again */
 	err = rs_post_resize(rs, &next);
 	if (err == -ENOBUFS || err == -EBUSY)
-		rs_ring_free(&next);	/* nothing posted: the next arrival tries again */
+		rs_ring_release(rs, &next);	/* nothing posted: the next arrival tries again */
 	else if (err)
 		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: it is gone */
 }
@@ -232,7 +232,7 @@ void rs_rx_switch_done(struct rs_sock *rs)
 	clear_bit(RS_F_RX_SWITCHED, &rs->flags);
 	clear_bit(RS_F_RX_GROWING, &rs->flags);
 	spin_unlock_bh(&rs->lock);
-	rs_ring_free(&old);
+	rs_ring_release(rs, &old);
 }
 
 /* ---- sender ---- */
@@ -335,7 +335,7 @@ void rs_tx_switch(struct rs_sock *rs)
 	ready = rs_tx_switch_ready(rs) && !rs->tx_old.mr && rs->tx.mr;
 	size = rs->peer_next_size;
 	spin_unlock_bh(&rs->lock);
-	rs_ring_free(&old);
+	rs_ring_release(rs, &old);
 	if (!ready)
 		return;
 	if (rs_ring_alloc(&ring, rs->pd, size)) {
@@ -358,7 +358,7 @@ void rs_tx_switch(struct rs_sock *rs)
 	}
 	spin_unlock_bh(&rs->lock);
 	if (err == -ENOBUFS || err == -EBUSY)
-		rs_ring_free(&ring);	/* nothing posted: the next write tries again */
+		rs_ring_release(rs, &ring);	/* nothing posted: the next write tries again */
 	else if (err)
 		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: teardown frees the ring */
 }

@@ -130,6 +130,8 @@ enum rs_flag {
 	RS_F_TX_RESIZE,		/* peer's RESIZE seen (peer_next_*): switch at the next write */
 	RS_F_SQ_FENCE,		/* a REG_MR waits for the send queue to empty (tx.c) */
 	RS_F_ANNOUNCE_DUE,	/* a CONSUMED found the SQ full: the next completion sends it */
+	RS_F_WANT_DUE,		/* a WANT_CONSUMED found the SQ full: the next completion sends it */
+	RS_F_PENDING,		/* child on the listener's pending_q (the listener's lock) */
 };
 
 struct rs_sock {
@@ -179,6 +181,8 @@ struct rs_sock {
 	u32 peer_rkey;
 	u32 remote_qpn;
 	u32 local_qpn;			/* rs->qp's number, for /proc and tracepoints */
+	bool pd_pinned;			/* an MR could not be deregistered: never free the PD */
+	unsigned long connect_deadline;	/* jiffies: the set-up bound of the current attempt */
 	struct sockaddr_storage peer_addr;	/* connect() destination, kept for fallback */
 	int peer_addr_len;
 	struct list_head dev_node;	/* on the device's socket list (dev.c) */
@@ -263,7 +267,7 @@ void rs_wake(struct sock *sk, __poll_t mask);
 /* cm.c */
 int rs_cm_bind(struct rs_sock *rs, struct sockaddr *addr, int len);
 int rs_cm_listen(struct rs_sock *rs, int backlog);
-bool rs_cm_port_taken(struct rs_sock *rs);
+int rs_cm_bind_listener(struct rs_sock *rs);
 void rs_cm_listen_undo(struct rs_sock *rs);
 int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len);
 struct rs_sock *rs_cm_accept_ready(struct rs_sock *listener);
@@ -295,7 +299,8 @@ void rs_tx_switch(struct rs_sock *rs);
 
 /* ring.c */
 int rs_ring_alloc(struct rs_ring *ring, struct ib_pd *pd, u32 size);
-void rs_ring_free(struct rs_ring *ring);
+bool rs_ring_free(struct rs_ring *ring);
+void rs_ring_release(struct rs_sock *rs, struct rs_ring *ring);
 void rs_ring_sync(struct rs_ring *ring, u32 off, u32 len, bool for_cpu);
 void rs_ring_reg_wr(struct rs_ring *ring, struct ib_reg_wr *wr, int access);
 
@@ -306,7 +311,7 @@ void rs_cq_busy_poll(struct rs_sock *rs);
 void rs_cq_poll_all(struct rs_sock *rs);
 int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id);
 void rs_qp_destroy(struct rs_sock *rs);
-int rs_post_reg(struct rs_sock *rs);
+int rs_post_reg_ring(struct rs_sock *rs, struct rs_ring *ring, bool remote);
 int rs_post_ready(struct rs_sock *rs);
 int rs_post_fenced(struct rs_sock *rs, const struct ib_reg_wr *reg, const struct ib_send_wr *msg,
 		   void (*posted)(struct rs_sock *rs));
@@ -351,7 +356,6 @@ void rs_keepalive_set(struct sock *sk, int on);
 /* fallback.c */
 void rs_tcp_set_keepalive(struct sock *tsk, bool on);
 int rs_tcp_ensure(struct rs_sock *rs, int family);
-int rs_tcp_bind_any(struct rs_sock *rs);
 int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int reason);
 void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp);
 void rs_tcp_detach(struct rs_sock *rs);

@@ -10,7 +10,8 @@
 #include <linux/scatterlist.h>
 #include "rdmasock.h"
 
-void rs_ring_free(struct rs_ring *ring)
+/* Returns true when the MR could not be deregistered: the ring is leaked, and its PD must be too. */
+bool rs_ring_free(struct rs_ring *ring)
 {
 	unsigned int i;
 
@@ -22,7 +23,7 @@ void rs_ring_free(struct rs_ring *ring)
 		pr_warn_ratelimited("rdmasock: cannot deregister a ring MR: leaking its %u pages\n",
 				    ring->npages);
 		memset(ring, 0, sizeof(*ring));
-		return;
+		return true;
 	}
 	if (ring->nents)
 		ib_dma_unmap_sg(ring->dev, ring->sgl, ring->npages, DMA_BIDIRECTIONAL);
@@ -34,6 +35,14 @@ void rs_ring_free(struct rs_ring *ring)
 	kvfree(ring->pages);
 	kvfree(ring->sgl);
 	memset(ring, 0, sizeof(*ring));
+	return false;
+}
+
+/* A ring of @rs: a leaked MR pins the PD, which teardown then leaks too. */
+void rs_ring_release(struct rs_sock *rs, struct rs_ring *ring)
+{
+	if (rs_ring_free(ring))
+		rs->pd_pinned = true;
 }
 
 static int rs_ring_pages(struct rs_ring *ring)

@@ -33,6 +33,7 @@ MODULE_PARM_DESC(autocork, "hold small writes while an earlier one is in flight 
 
 static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc);
 static int rs_fence_fire(struct rs_sock *rs);
+static void rs_tx_want_consumed(struct rs_sock *rs);
 
 /* The fatal QP event, in process context: rs_abort() takes BH spinlocks. */
 static void rs_qp_err_work(struct work_struct *work)
@@ -174,6 +175,8 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		rs_tx_push(rs);
 	if (fenced || test_and_clear_bit(RS_F_ANNOUNCE_DUE, &rs->flags))
 		rs_rx_announce(rs, true);	/* a report the fence or a full SQ held back */
+	if (test_and_clear_bit(RS_F_WANT_DUE, &rs->flags))
+		rs_tx_want_consumed(rs);
 	rs->sk.sk_write_space(&rs->sk);
 	wake_up_all(&rs->close_wait);
 }
@@ -300,17 +303,16 @@ int rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled)
 	return err;
 }
 
-/* Register both rings on this QP (REG_MR WRs execute in order before anything posted later). */
-int rs_post_reg(struct rs_sock *rs)
+/*
+ * Register a ring on this QP at set-up (REG_MR WRs execute in order before anything posted later;
+ * nothing that goes on the wire precedes them, so no retransmit can replay them: tx.c).  Only the
+ * receive ring (@remote) may be written by the peer.
+ */
+int rs_post_reg_ring(struct rs_sock *rs, struct rs_ring *ring, bool remote)
 {
 	struct ib_reg_wr reg;
-	int err;
 
-	rs_ring_reg_wr(&rs->rx, &reg, IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE);
-	err = rs_post(rs, &reg.wr, false, true, 0);
-	if (err)
-		return err;
-	rs_ring_reg_wr(&rs->tx, &reg, IB_ACCESS_LOCAL_WRITE);
+	rs_ring_reg_wr(ring, &reg, IB_ACCESS_LOCAL_WRITE | (remote ? IB_ACCESS_REMOTE_WRITE : 0));
 	return rs_post(rs, &reg.wr, false, true, 0);
 }
 
@@ -488,6 +490,21 @@ static bool rs_tx_can_write(struct rs_sock *rs)
 	return READ_ONCE(rs->sk.sk_state) != TCP_SYN_SENT && rs_tx_space(rs);
 }
 
+/*
+ * Ask the peer to report consumption at once (once per window that shut).  On a full SQ the
+ * completion that frees a slot asks (RS_F_WANT_DUE): a nonblocking writer may never call again
+ * before the peer reports, and the peer would never report.
+ */
+static void rs_tx_want_consumed(struct rs_sock *rs)
+{
+	if (test_and_set_bit(RS_F_WANT_SENT, &rs->flags))
+		return;
+	if (rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_WANT_CONSUMED, false)) {
+		clear_bit(RS_F_WANT_SENT, &rs->flags);
+		set_bit(RS_F_WANT_DUE, &rs->flags);
+	}
+}
+
 static int rs_tx_wait(struct rs_sock *rs, long *timeo)
 {
 	DEFINE_WAIT_FUNC(wait, woken_wake_function);
@@ -509,10 +526,8 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo)
 		 * A window below the peer's ring (SO_SNDBUF) can close before the peer consumed the
 		 * quarter ring that makes it report: ask it to report at once.
 		 */
-		if (rs_tx_window(rs) < rs->tx.size && !test_and_set_bit(RS_F_WANT_SENT, &rs->flags) &&
-		    rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_WANT_CONSUMED, false))
-			/* Not posted (SQ full): the next turn, after a completion woke us, asks again. */
-			clear_bit(RS_F_WANT_SENT, &rs->flags);
+		if (rs_tx_window(rs) < rs->tx.size)
+			rs_tx_want_consumed(rs);
 		err = -EAGAIN;
 		if (!*timeo)
 			break;
