@@ -30,7 +30,8 @@ help:
 	@echo "                (CHECK_KERNELS=\"6.1 6.12\" without the debug kernel)"
 	@echo "make check-debug  every selftest on a KASAN+lockdep+kmemleak kernel (built once)"
 	@echo "make demo       run an unchanged TCP program pair over rdmasock in the VM"
-	@echo "make soak       1,000 connections, a long fuzz run and the stress suite in the VM"
+	@echo "make soak       1,000 connections, the stress suite, an hour of the concurrent fuzzer and"
+	@echo "                the mutating peer on the debug kernel (SOAK_MINUTES, SOAK_KERNEL)"
 	@echo "make bench      rdmasock vs TCP vs raw verbs in one VM run (table, JSON, plot)"
 
 deps:
@@ -78,12 +79,18 @@ check-debug:
 	@$(MAKE) -s userlib selftests
 	@RDMASOCK_DEBUG_TESTS=all $(TOP)/selftests/check.sh debug
 
-# Longer than make check affords: SOAK_KERNEL=6.12 for the other kernel.
-SOAK_KERNEL ?= 6.1
+# Longer than make check affords, on the debug kernel by default (SOAK_KERNEL=6.1 or 6.12 for a
+# Debian one); SOAK_MINUTES (60) of fuzzer and mutating-peer rounds.
+SOAK_KERNEL ?= debug
+SOAK_MINUTES ?= 60
 soak:
 	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"
 	@$(MAKE) -s all
-	@$(TOP)/selftests/vm/run --kernel $(SOAK_KERNEL) --mem 2048 --timeout 3600 -- $(TOP)/selftests/soak.sh
+	@if [ "$(SOAK_KERNEL)" = debug ]; then $(TOP)/selftests/debug-kernel/build.sh && \
+		$(MAKE) -s KVER="$$(cat $(BUILD)/debug-kernel/current/release)" modules; fi
+	@$(TOP)/selftests/vm/run --kernel $(SOAK_KERNEL) --mem 2048 \
+		--timeout $$(( $(SOAK_MINUTES) * 60 + 2400 )) -- \
+		env SOAK_MINUTES=$(SOAK_MINUTES) $(TOP)/selftests/soak.sh
 
 bench:
 	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"

@@ -79,7 +79,8 @@ struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern)
 	sk->sk_write_space = rs_write_space;
 	rs = rs_sk(sk);
 	spin_lock_init(&rs->lock);
-	spin_lock_init(&rs->cq_lock);	/* once: a busy poller of an earlier connection may hold it */
+	/* Once: a busy poller of an earlier connection may hold it. */
+	spin_lock_init(&rs->cq_lock);
 	INIT_LIST_HEAD(&rs->pending_q);
 	INIT_LIST_HEAD(&rs->ready_q);
 	INIT_LIST_HEAD(&rs->accept_node);
@@ -115,6 +116,7 @@ static int rs_create(struct net *net, struct socket *sock, int protocol, int ker
  */
 static bool rs_is_tcp(const struct rs_sock *rs)
 {
+	/* Pairs with the release store in rs_tcp_connect_start(). */
 	return smp_load_acquire(&rs->mode) == RDMASOCK_MODE_TCP;
 }
 
@@ -296,11 +298,11 @@ static int rs_listen(struct socket *sock, int backlog)
 	if (err)
 		goto out;
 	/*
-	 * A port the user bound is ours in TCP's port space; it must be ours in rdma_cm's too, or a
-	 * local rdma_cm user listening there would get every RDMA client while we served TCP alone:
-	 * a taken port fails listen() as a taken TCP port fails bind() (counted).  An ephemeral port
-	 * (listen without bind) is TCP's choice; one rdma_cm holds already only costs RDMA (counted).
-	 * An address without an RDMA device (127.0.0.1) serves TCP only.
+	 * A port the user bound is ours in TCP's port space; it must be ours in rdma_cm's too, or
+	 * a local rdma_cm user listening there would get every RDMA client while we served TCP
+	 * alone: a taken port fails listen() as a taken TCP port fails bind() (counted).  An
+	 * ephemeral port (listen without bind) is TCP's choice; if rdma_cm's space has it taken,
+	 * that only costs RDMA (counted).  An address without an RDMA device serves TCP only.
 	 */
 	bound = inet_sk(rs->tcp->sk)->inet_num;
 	if (bound && !rs->force_tcp && rs_cm_bind_listener(rs) == -EADDRINUSE &&
@@ -331,6 +333,7 @@ static bool rs_accept_ready(struct rs_sock *rs)
 {
 	struct sock *tsk = NULL;
 
+	/* Pairs with the release store in rs_listen(): rs->tcp is final then. */
 	if (smp_load_acquire(&rs->mode) == RDMASOCK_MODE_LISTEN)
 		tsk = rs->tcp->sk;
 

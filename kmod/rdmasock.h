@@ -130,7 +130,7 @@ enum rs_flag {
 	RS_F_TX_RESIZE,		/* peer's RESIZE seen (peer_next_*): switch at the next write */
 	RS_F_SQ_FENCE,		/* a REG_MR waits for the send queue to empty (tx.c) */
 	RS_F_ANNOUNCE_DUE,	/* a CONSUMED found the SQ full: the next completion sends it */
-	RS_F_WANT_DUE,		/* a WANT_CONSUMED found the SQ full: the next completion sends it */
+	RS_F_WANT_DUE,		/* WANT_CONSUMED found the SQ full: the next completion sends it */
 	RS_F_PENDING,		/* child on the listener's pending_q (the listener's lock) */
 };
 

@@ -10,7 +10,7 @@
 #include <linux/scatterlist.h>
 #include "rdmasock.h"
 
-/* Returns true when the MR could not be deregistered: the ring is leaked, and its PD must be too. */
+/* True when the MR could not be deregistered: the ring is leaked, and its PD must be too. */
 bool rs_ring_free(struct rs_ring *ring)
 {
 	unsigned int i;

@@ -361,7 +361,8 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 	if (sk->sk_state == TCP_LISTEN)
 		return -ENOTCONN;
 	spin_lock_bh(&rs->lock);
-	pos = seen_cons = rs->rx_cons;
+	seen_cons = rs->rx_cons;
+	pos = seen_cons;
 	spin_unlock_bh(&rs->lock);
 	for (;;) {
 		struct rs_ring *ring;
@@ -369,9 +370,10 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 		u64 base;
 
 		/*
-		 * As tcp_recvmsg() works on copied_seq itself: waits and busy polling drop lock_sock,
-		 * and another reader (or a peeking one) may have moved rx_cons meanwhile.  A reader
-		 * always starts where rx_cons is now; a peek restarts there if it moved.
+		 * As tcp_recvmsg() works on copied_seq itself: waits and busy polling drop
+		 * lock_sock, and another reader (or a peeking one) may have moved rx_cons
+		 * meanwhile.  A reader always starts where rx_cons is now; a peek restarts there
+		 * if it moved.
 		 */
 		spin_lock_bh(&rs->lock);
 		if (rs->rx_cons != seen_cons) {
@@ -391,7 +393,7 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 			copied += n;
 			if (!peek) {
 				spin_lock_bh(&rs->lock);
-				/* An abort meanwhile discarded everything: rx_cons stays where it is. */
+				/* An abort meanwhile discarded it all: rx_cons stays put. */
 				if (rs->rx_cons == seen_cons)
 					rs->rx_cons = pos;
 				seen_cons = rs->rx_cons;

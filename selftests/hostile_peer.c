@@ -15,6 +15,12 @@
  * resize_long (a RESIZE longer than its buffer: the receive fails).
  * data_before_ready (a WRITE before our READY), early_bad_ctrl (a violation at once, before READY).
  * "valid" behaves: sends "hello" and expects it echoed.
+ * "mutate" (RDMASOCK_MUTATE_SEED, RDMASOCK_MUTATE_STEPS): after a valid set-up, a stream of
+ * messages taken from valid traffic (DATA at the right cursor, CONSUMED, READY, FIN, RESIZE,
+ * SWITCH, KEEPALIVE) with fields mutated at random: lengths, cursors, remote addresses, codes,
+ * opcodes, payload sizes and contents, order (data before READY's turn, READY twice, SWITCH
+ * without RESIZE, RESIZE storms).  The kernel may take it or reset the connection; the test
+ * checks that it survives, reports nothing and keeps other connections untouched.
  *
  *   hostile_peer --listen ADDR PORT CASE
  *
@@ -60,6 +66,29 @@ static int die(const char *what)
 {
 	fprintf(stderr, "hostile_peer: %s: %s\n", what, strerror(errno));
 	exit(3);
+}
+
+static unsigned int mseed;
+static uint64_t acked;	/* the kernel's last CONSUMED cursor, widened to 64 bits */
+
+static unsigned int mrnd(unsigned int n)
+{
+	return n ? (unsigned int)rand_r(&mseed) % n : 0;
+}
+
+/* Pick a value near a valid one: mostly right, sometimes off by a little, sometimes anything. */
+static uint32_t mutate32(uint32_t valid)
+{
+	switch (mrnd(8)) {
+	case 0:
+		return mrnd(0xffffffffu);
+	case 1:
+		return valid + mrnd(64) - 32;
+	case 2:
+		return valid ^ (1u << mrnd(32));
+	default:
+		return valid;
+	}
 }
 
 static struct rdma_cm_event *wait_event(enum rdma_cm_event_type want)
@@ -122,6 +151,10 @@ static int drain_cq(int ms, int *recvs)
 			if (wc.status != IBV_WC_SUCCESS)
 				return wc.status;
 			if (wc.opcode & IBV_WC_RECV) {
+				uint32_t imm = be32toh(wc.imm_data);
+
+				if (imm >> 30 == 1)
+					acked += (imm - (uint32_t)acked) & 0x3fffffff;
 				(*recvs)++;
 				post_recvs(1);
 			}
@@ -177,6 +210,79 @@ static void hello_valid(struct hello *h)
 	h->ring_addr = htobe64((uintptr_t)ring);
 	h->ring_rkey = htobe32(mr->rkey);
 	h->ring_size = htobe32(RING);
+}
+
+/* The "mutate" case: see the top of this file.  Returns 0 (the kernel side is what is judged). */
+static int mutate(void)
+{
+	const char *s = getenv("RDMASOCK_MUTATE_SEED"), *n = getenv("RDMASOCK_MUTATE_STEPS");
+	int steps = n ? atoi(n) : 200, recvs = 0, posted = 0;
+	uint64_t cursor = 0;	/* bytes we placed in the kernel's ring, honestly */
+
+	mseed = s ? strtoul(s, NULL, 0) : 1;
+	printf("mutate: seed %u, %d steps\n", mseed, steps);
+	for (int i = 0; i < RING; i++)
+		ring[i] = mrnd(256);
+	for (int i = 0; i < steps; i++) {
+		uint32_t len = 1 + mrnd(512), imm, code;
+		uint64_t off = cursor % peer_size;
+		enum ibv_wr_opcode op;
+
+		if (off + len > peer_size)
+			len = peer_size - off;
+		if (mrnd(12)) {
+			/* Mostly honest traffic, so mutations meet a connection in every state. */
+			if (cursor + len - acked <= peer_size) {
+				if (post(IBV_WR_RDMA_WRITE_WITH_IMM, len, peer_addr + off, len))
+					goto out;
+				cursor += len;
+			} else if (post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 5, 0, 0) ||
+				   drain_cq(2, &recvs)) {	/* WANT_CONSUMED, then wait */
+				goto out;
+			}
+		} else switch (mrnd(10)) {
+		case 0: case 1: case 2: case 3:	/* DATA, mostly honest */
+			imm = mutate32(len);
+			op = mrnd(16) ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_SEND_WITH_IMM;
+			if (post(op, imm & 0x3fffffff, peer_addr + mutate32(off), len))
+				goto out;
+			if (imm == len && op == IBV_WR_RDMA_WRITE_WITH_IMM)
+				cursor += len;
+			break;
+		case 4:				/* CONSUMED: a cursor near nothing, or anything */
+			if (post(IBV_WR_SEND_WITH_IMM, 1u << 30 | (mutate32(0) & 0x3fffffff), 0,
+				 mrnd(4) ? 0 : mrnd(32)))
+				goto out;
+			break;
+		case 5: case 6: {		/* control codes, valid and not, some with payloads */
+			static const uint32_t codes[] = { 1, 2, 3, 4, 5, 6, 7, 0, 8, 77 };
+
+			code = codes[mrnd(sizeof(codes) / sizeof(codes[0]))];
+			if (code == 6) {
+				post_resize(mutate32(2 * RING), mrnd(4) ? 16 : mrnd(64), 1 + mrnd(3));
+				break;
+			}
+			if (post(IBV_WR_SEND_WITH_IMM, 2u << 30 | code, 0, mrnd(6) ? 0 : mrnd(32)))
+				goto out;
+			break;
+		}
+		case 7:				/* an unknown type */
+			if (post(IBV_WR_SEND_WITH_IMM, 3u << 30 | mrnd(1 << 30), 0, 0))
+				goto out;
+			break;
+		default:			/* give the kernel time to answer */
+			drain_cq(mrnd(3), &recvs);
+			break;
+		}
+		posted++;
+		if (posted % 8 == 0 && drain_cq(1, &recvs))
+			break;		/* our QP failed: the kernel reset us */
+	}
+out:
+	drain_cq(100, &recvs);
+	printf("mutate: %d messages posted, %d received, %llu bytes placed honestly\n", posted,
+	       recvs, (unsigned long long)cursor);
+	return 0;
 }
 
 /* --listen: a user-space listener, for the cases where the kernel is the client. */
@@ -310,6 +416,8 @@ int main(int argc, char **argv)
 	}
 	memcpy(ring, "hello", 5);
 
+	if (!strcmp(c, "mutate"))
+		return mutate();
 	if (!strcmp(c, "valid"))
 		post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
 	else if (!strcmp(c, "data_overflow"))

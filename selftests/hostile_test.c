@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <signal.h>
+#include <time.h>
 #include <sys/wait.h>
 #include "lib.h"
 #include "kselftest_harness.h"
@@ -283,6 +284,69 @@ TEST_F_TIMEOUT(once, kernel_client_refuses_data_before_ready, 120)
 	ASSERT_EQ(0, memcmp(buf, "ok", 2));
 	close(c);
 	close(s);
+}
+
+/*
+ * The mutating peer: rounds of valid traffic with fields mutated at random
+ * (RDMASOCK_MUTATE_ROUNDS, RDMASOCK_MUTATE_STEPS, RDMASOCK_MUTATE_SEED: make soak runs it long).
+ * Each round the accepted socket must end in data, EOF or an error within bounds, never more
+ * bytes than the peer could have placed, while an honest connection opened before carries on
+ * untouched and the listener keeps serving.
+ */
+TEST_F_TIMEOUT(once, mutating_peer_rounds, 1800)
+{
+	const char *r = getenv("RDMASOCK_MUTATE_ROUNDS"), *sd = getenv("RDMASOCK_MUTATE_SEED");
+	unsigned int seed = sd ? strtoul(sd, NULL, 0) : (unsigned int)time(NULL);
+	int rounds = r ? atoi(r) : 6, c0, s0;
+	static char big[1 << 16];
+	char env[64];
+
+	TH_LOG("seed %u (RDMASOCK_MUTATE_SEED=%u replays the rounds' messages)", seed, seed);
+	ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, AF_INET, &c0, &s0));
+	for (int round = 0; round < rounds; round++) {
+		long long total = 0;
+		ssize_t n = 0;
+		int s, status;
+		pid_t pid;
+
+		snprintf(env, sizeof(env), "%u", seed + round);
+		setenv("RDMASOCK_MUTATE_SEED", env, 1);
+		pid = run_peer(&self->ss, "mutate");
+		ASSERT_EQ(POLLIN, poll_one(self->lfd, POLLIN, 20000));
+		s = accept(self->lfd, NULL, NULL);
+		ASSERT_LE(0, s);
+		ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
+		/*
+		 * Read while the peer runs (its honest part waits for our consumption); once it is
+		 * gone (its process closed its id) the socket must end, within bounds.
+		 */
+		for (int i = 0, gone = 0; i < 100000; i++) {
+			if (!gone && waitpid(pid, &status, WNOHANG) == pid)
+				gone = 1;
+			if (!poll_one(s, POLLIN, gone ? 20000 : 50)) {
+				if (gone)
+					break;
+				continue;
+			}
+			n = recv(s, big, sizeof(big), MSG_DONTWAIT);
+			if (n <= 0)
+				break;
+			total += n;
+		}
+		ASSERT_TRUE(n == 0 || (n < 0 && errno != EAGAIN));
+		if (waitpid(pid, &status, 0) == pid)
+			ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		/* Never more than the peer's steps could place (512 bytes each at most). */
+		ASSERT_GE(512LL * 400, total);
+		close(s);
+		/* The honest connection is untouched. */
+		ASSERT_EQ(2, send(c0, "ok", 2, MSG_NOSIGNAL));
+		ASSERT_EQ(2, recv(s0, env, 2, MSG_WAITALL));
+		ASSERT_EQ(0, memcmp(env, "ok", 2));
+	}
+	unsetenv("RDMASOCK_MUTATE_SEED");
+	close(c0);
+	close(s0);
 }
 
 /*
