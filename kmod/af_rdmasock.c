@@ -192,7 +192,7 @@ static int rs_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len)
 		return err;
 	if (rs->force_tcp)
 		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_FORCED);
-	if (rs_neg_cache_hit(addr) && !rs->no_fallback)
+	if (rs_neg_cache_hit(sock_net(&rs->sk), addr) && !rs->no_fallback)
 		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_NEG_CACHE);
 	return rs_cm_connect(rs, addr, len);
 }

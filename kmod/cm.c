@@ -14,6 +14,7 @@
 #include <net/inet_sock.h>
 #include <net/ipv6.h>
 #include <linux/inetdevice.h>
+#include <linux/memcontrol.h>
 #include <rdma/ib_cm.h>
 #include "rdmasock.h"
 #include "trace.h"
@@ -63,7 +64,7 @@ static int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len)
 		return -EPROTO;
 	rs->peer_ring_addr = be64_to_cpu(h->ring_addr);
 	rs->peer_rkey = be32_to_cpu(h->ring_rkey);
-	rs->tx.size = size;
+	rs->peer_ring_size = size;
 	if (h->flags & RS_HELLO_F_GROW)
 		set_bit(RS_F_PEER_GROWS, &rs->flags);
 	return 0;
@@ -85,7 +86,7 @@ static int rs_conn_create(struct rs_sock *rs, struct rdma_cm_id *id)
 	err = rs_qp_create(rs, id);
 	if (err)
 		return err;
-	err = rs_ring_alloc(&rs->rx, rs->pd, rs_ring_start(rs, id->device));
+	err = rs_ring_alloc(&rs->rx, rs->pd, rs_ring_start(rs, id->device), &rs->sk);
 	if (!err)
 		err = rs_resize_buf_alloc(rs);
 	if (err)
@@ -99,12 +100,11 @@ static int rs_conn_create(struct rs_sock *rs, struct rdma_cm_id *id)
 	return rs_post_recvs(rs, rs->rq_depth);
 }
 
+/* The staging ring: the peer's ring, or less if our SO_SNDBUF asks for less (grow.c). */
 static int rs_tx_ring_create(struct rs_sock *rs)
 {
-	u32 size = rs->tx.size;
-
-	/* The staging ring mirrors the peer's ring byte for byte (see docs/design.md). */
-	return rs_ring_alloc(&rs->tx, rs->pd, size);
+	return rs_ring_alloc(&rs->tx, rs->pd,
+			     rs_tx_ring_target(rs, rs->pd->device, rs->peer_ring_size), &rs->sk);
 }
 
 static void rs_conn_param(struct rdma_conn_param *p, struct rs_hello *h)
@@ -233,6 +233,7 @@ static void rs_conn_reset(struct rs_sock *rs)
 	rs->rx_base = 0;
 	rs->rx_switch = 0;
 	rs->tx_base = 0;
+	rs->tx_lbase = 0;
 	rs->rx_prod = 0;
 	rs->rx_cons = 0;
 	rs->rx_announced = 0;
@@ -245,6 +246,7 @@ static void rs_conn_reset(struct rs_sock *rs)
 	rs->tx_old_seq = 0;
 	rs->peer_ring_addr = 0;
 	rs->peer_rkey = 0;
+	rs->peer_ring_size = 0;
 	rs->peer_next_addr = 0;
 	rs->peer_next_rkey = 0;
 	rs->peer_next_size = 0;
@@ -394,7 +396,7 @@ void rs_connect_work(struct work_struct *work)
 	}
 	rs_teardown_rdma(rs, false);
 	if (reason == RDMASOCK_REASON_TIMEOUT || reason == RDMASOCK_REASON_PEER_REJECT)
-		rs_neg_cache_add((struct sockaddr *)&rs->peer_addr);
+		rs_neg_cache_add(sock_net(sk), (struct sockaddr *)&rs->peer_addr);
 	if (!rs->no_fallback) {
 		err = rs_tcp_connect_start(rs, (struct sockaddr *)&rs->peer_addr,
 					   rs->peer_addr_len, reason);
@@ -538,6 +540,13 @@ static struct rs_sock *rs_child_alloc(struct rs_sock *listener, struct rdma_cm_i
 	child->ka_time = READ_ONCE(listener->ka_time);
 	child->ka_intvl = READ_ONCE(listener->ka_intvl);
 	child->ka_probes = READ_ONCE(listener->ka_probes);
+#ifdef CONFIG_MEMCG
+	/* As a TCP child: its memory is charged to the listener's cgroup, not the CM's worker. */
+	if (!child->sk.sk_memcg && listener->sk.sk_memcg) {
+		css_get(&listener->sk.sk_memcg->css);
+		child->sk.sk_memcg = listener->sk.sk_memcg;
+	}
+#endif
 	sock_hold(&listener->sk);
 	child->parent = listener;
 	child->cm_id = id;

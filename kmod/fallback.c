@@ -26,9 +26,32 @@ MODULE_PARM_DESC(neg_cache_ttl_ms,
 
 /* ---- callbacks ---- */
 
+/*
+ * The TCP socket's own callbacks, saved from the first one we hook (every TCP socket starts with
+ * the same).  A socket our TCP listener clones inherits our callbacks but not our pointer
+ * (SK_USER_DATA_NOCOPY: the listener's rdmasock socket may be gone before the clone is accepted);
+ * until accept() attaches it, these are its callbacks.
+ */
+static void (*rs_tcp_default_cb[RS_TCP_NR_CB])(struct sock *sk);
+static DEFINE_SPINLOCK(rs_tcp_default_lock);
+
+/* sk_callback_lock held. */
 static struct rs_sock *rs_tcp_owner(struct sock *tsk)
 {
-	return tsk->sk_user_data;
+	return __locked_read_sk_user_data_with_flags(tsk, 0);
+}
+
+static void rs_tcp_default_save(struct sock *tsk)
+{
+	spin_lock(&rs_tcp_default_lock);
+	if (!rs_tcp_default_cb[RS_TCP_DATA_READY]) {
+		rs_tcp_default_cb[RS_TCP_WRITE_SPACE] = tsk->sk_write_space;
+		rs_tcp_default_cb[RS_TCP_STATE_CHANGE] = tsk->sk_state_change;
+		rs_tcp_default_cb[RS_TCP_ERROR_REPORT] = tsk->sk_error_report;
+		/* Last, released: a reader that sees it sees the other three. */
+		smp_store_release(&rs_tcp_default_cb[RS_TCP_DATA_READY], tsk->sk_data_ready);
+	}
+	spin_unlock(&rs_tcp_default_lock);
 }
 
 static void rs_tcp_mirror(struct rs_sock *rs, struct sock *tsk)
@@ -53,6 +76,9 @@ static void rs_tcp_forward(struct sock *tsk, enum rs_tcp_cb cb, __poll_t mask)
 		if (cb == RS_TCP_STATE_CHANGE || cb == RS_TCP_ERROR_REPORT)
 			rs_tcp_mirror(rs, tsk);
 		rs_wake(&rs->sk, mask);
+	} else if (smp_load_acquire(&rs_tcp_default_cb[RS_TCP_DATA_READY])) {	/* saved: all */
+		/* A clone of our listener's socket, not accepted yet (saved before it existed). */
+		rs_tcp_default_cb[cb](tsk);
 	}
 	read_unlock_bh(&tsk->sk_callback_lock);
 }
@@ -80,24 +106,25 @@ static void rs_tcp_error_report(struct sock *tsk)
 
 /*
  * Hook @tcp's callbacks.  A socket accepted from our TCP listener is a clone of it and arrives with
- * our hooks and the listener as owner already: its real callbacks are the listener's saved ones.
+ * our hooks already (and no owner): its real callbacks are TCP's own, saved when we hooked the
+ * listener (rs_tcp_default_cb).
  */
 void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp)
 {
 	struct sock *tsk = tcp->sk;
-	struct rs_sock *from;
 
 	write_lock_bh(&tsk->sk_callback_lock);
-	from = tsk->sk_data_ready == rs_tcp_data_ready ? rs_tcp_owner(tsk) : NULL;
-	if (from) {
-		memcpy(rs->tcp_cb, from->tcp_cb, sizeof(rs->tcp_cb));
+	if (tsk->sk_data_ready == rs_tcp_data_ready) {
+		memcpy(rs->tcp_cb, rs_tcp_default_cb, sizeof(rs->tcp_cb));
 	} else {
+		rs_tcp_default_save(tsk);
 		rs->tcp_cb[RS_TCP_DATA_READY] = tsk->sk_data_ready;
 		rs->tcp_cb[RS_TCP_WRITE_SPACE] = tsk->sk_write_space;
 		rs->tcp_cb[RS_TCP_STATE_CHANGE] = tsk->sk_state_change;
 		rs->tcp_cb[RS_TCP_ERROR_REPORT] = tsk->sk_error_report;
 	}
-	tsk->sk_user_data = rs;
+	/* Not copied into the sockets a listener clones: they must not reach us once gone. */
+	__rcu_assign_sk_user_data_with_flags(tsk, rs, SK_USER_DATA_NOCOPY);
 	tsk->sk_data_ready = rs_tcp_data_ready;
 	tsk->sk_write_space = rs_tcp_write_space;
 	tsk->sk_state_change = rs_tcp_state_change;
@@ -116,12 +143,12 @@ void rs_tcp_detach(struct rs_sock *rs)
 
 	rs_tcp_sync(rs);
 	write_lock_bh(&tsk->sk_callback_lock);
-	if (tsk->sk_user_data == rs) {
+	if (rs_tcp_owner(tsk) == rs) {
 		tsk->sk_data_ready = rs->tcp_cb[RS_TCP_DATA_READY];
 		tsk->sk_write_space = rs->tcp_cb[RS_TCP_WRITE_SPACE];
 		tsk->sk_state_change = rs->tcp_cb[RS_TCP_STATE_CHANGE];
 		tsk->sk_error_report = rs->tcp_cb[RS_TCP_ERROR_REPORT];
-		tsk->sk_user_data = NULL;
+		rcu_assign_sk_user_data(tsk, NULL);
 	}
 	write_unlock_bh(&tsk->sk_callback_lock);
 	spin_lock_bh(&rs->lock);
@@ -258,6 +285,7 @@ int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int
 
 struct rs_neg_entry {
 	struct sockaddr_storage addr;
+	u64 net_cookie;			/* each network namespace has its own destinations */
 	unsigned long expires;
 };
 
@@ -282,7 +310,7 @@ static size_t rs_addr_len(const struct sockaddr *a)
 	return a->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 }
 
-bool rs_neg_cache_hit(const struct sockaddr *addr)
+bool rs_neg_cache_hit(const struct net *net, const struct sockaddr *addr)
 {
 	bool hit = false;
 	unsigned int i;
@@ -292,13 +320,14 @@ bool rs_neg_cache_hit(const struct sockaddr *addr)
 		struct rs_neg_entry *e = &rs_neg_cache[i];
 
 		hit = e->expires && time_before(jiffies, e->expires) &&
+		      e->net_cookie == READ_ONCE(net->net_cookie) &&
 		      rs_addr_equal((struct sockaddr *)&e->addr, addr);
 	}
 	spin_unlock_bh(&rs_neg_lock);
 	return hit;
 }
 
-void rs_neg_cache_add(const struct sockaddr *addr)
+void rs_neg_cache_add(const struct net *net, const struct sockaddr *addr)
 {
 	struct rs_neg_entry *e;
 
@@ -308,6 +337,7 @@ void rs_neg_cache_add(const struct sockaddr *addr)
 	e = &rs_neg_cache[rs_neg_next++ % RS_NEG_CACHE_SIZE];
 	memset(&e->addr, 0, sizeof(e->addr));
 	memcpy(&e->addr, addr, rs_addr_len(addr));
+	e->net_cookie = READ_ONCE(net->net_cookie);
 	e->expires = jiffies + msecs_to_jiffies(rs_neg_cache_ttl_ms) ? : 1;
 	spin_unlock_bh(&rs_neg_lock);
 }

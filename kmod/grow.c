@@ -9,10 +9,12 @@
  *   work (queued when data fills half rx):
  *            allocate rx_next, REG_MR,
  *            SEND RESIZE(addr, rkey, size) -> softirq: note the offer, wake the writer
- *                                            sendmsg: allocate and REG_MR a staging ring as large,
- *                                              SEND SWITCH (signaled), copy the staged bytes not
- *                                              yet posted; tx_base = tx_prod; WRITEs go to the new
- *                                              ring at (pos - tx_base) % size from now on
+ *                                            sendmsg: if SO_SNDBUF allows a larger staging ring,
+ *                                              allocate and REG_MR it (fenced), SEND SWITCH
+ *                                              (signaled), copy the staged bytes not yet posted,
+ *                                              tx_lbase = tx_prod; else SEND SWITCH alone.
+ *                                              tx_base = tx_prod; WRITEs go to the new ring at
+ *                                              (pos - tx_base) % size from now on
  *   softirq: rx_switch = rx_prod  <-------- SWITCH
  *   recvmsg: once rx_cons reaches rx_switch,
  *            free rx: rx = rx_next,          sendmsg: free the old staging ring once SWITCH
@@ -23,6 +25,11 @@
  * outstanding at a time, so RESIZE's payload has a single receive buffer that every receive WR
  * points at (the other messages carry no payload); a peer that sends a second RESIZE before our
  * SWITCH breaks the protocol and is reset, whatever it made us read.
+ *
+ * The staging ring is ours, the peer's ring the peer's: the staging ring is as large as the peer's
+ * ring unless SO_SNDBUF asks for less (rs_tx_ring_target), so a peer that offers 4 MiB cannot make
+ * us pin more than our own SO_SNDBUF.  Two bases: tx_base is the stream position of the peer
+ * ring's offset 0, tx_lbase that of the staging ring's; a WRITE ends where either ring wraps.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -40,6 +47,19 @@ u32 rs_ring_target(struct rs_sock *rs, struct ib_device *dev)
 	u32 want = PAGE_ALIGN(READ_ONCE(rs->sk.sk_rcvbuf));
 
 	return clamp_t(u32, want, RS_RING_MIN, max ? max : RS_RING_MIN);
+}
+
+/*
+ * The staging ring for a peer ring of @peer_size: as large, unless SO_SNDBUF asks for less (as TCP
+ * bounds its send queue).  Never below 16 KiB, so a WRITE can always fill a quarter ring's credit.
+ */
+u32 rs_tx_ring_target(struct rs_sock *rs, struct ib_device *dev, u32 peer_size)
+{
+	u32 max = min_t(u64, RS_RING_MAX, (u64)dev->attrs.max_fast_reg_page_list_len * PAGE_SIZE);
+	u32 want = PAGE_ALIGN(READ_ONCE(rs->sk.sk_sndbuf));
+
+	want = clamp_t(u32, want, RS_RING_MIN, max ? max : RS_RING_MIN);
+	return min(want, peer_size);
 }
 
 /* The ring a new connection offers in its hello. */
@@ -144,7 +164,7 @@ static void rs_rx_grow(struct rs_sock *rs)
 
 	if (!rs_rx_wants_grow(rs, rs_rx_avail(rs)))
 		return;
-	if (rs_ring_alloc(&next, rs->pd, rs_ring_target(rs, rs->pd->device)))
+	if (rs_ring_alloc(&next, rs->pd, rs_ring_target(rs, rs->pd->device), &rs->sk))
 		return;		/* no memory now: the next arrival tries again */
 	err = rs_post_resize(rs, &next);
 	if (err == -ENOBUFS || err == -EBUSY)
@@ -254,7 +274,7 @@ int rs_rx_resize(struct rs_sock *rs, u32 byte_len)
 
 	spin_lock(&rs->lock);
 	/* Only ever larger: the bytes staged for the old ring must fit in the new one. */
-	if (test_bit(RS_F_TX_RESIZE, &rs->flags) || !rs->tx.mr || size <= rs->tx.size ||
+	if (test_bit(RS_F_TX_RESIZE, &rs->flags) || !rs->tx.mr || size <= rs->peer_ring_size ||
 	    size > RS_RING_MAX || size % 4096 || size % PAGE_SIZE) {
 		err = -EPROTO;
 	} else {
@@ -286,16 +306,28 @@ bool rs_tx_switch_ready(struct rs_sock *rs)
 static void rs_tx_move_staged(struct rs_sock *rs, struct rs_ring *to)
 {
 	u32 held = rs->tx_staged - rs->tx_prod;
-	u32 off = (rs->tx_prod - rs->tx_base) % rs->tx.size;
+	u32 off = (rs->tx_prod - rs->tx_lbase) % rs->tx.size;
 	u32 first = min(held, rs->tx.size - off);
 
 	memcpy(to->buf, rs->tx.buf + off, first);
 	memcpy(to->buf + first, rs->tx.buf, held - first);
 }
 
+/* SWITCH is posted, rs->lock held: from here on WRITEs go to the peer's new ring. */
+static void rs_tx_switched_remote(struct rs_sock *rs)
+{
+	lockdep_assert_held(&rs->lock);
+	rs->tx_base = rs->tx_prod;
+	rs->peer_ring_addr = rs->peer_next_addr;
+	rs->peer_rkey = rs->peer_next_rkey;
+	rs->peer_ring_size = rs->peer_next_size;
+	clear_bit(RS_F_TX_RESIZE, &rs->flags);
+}
+
 /*
- * SWITCH is posted (rs->lock held, the fence's completion or the writer): from here on WRITEs go
- * to the new ring.  Nothing stages meanwhile: rs_tx_space() is 0 while the fence is up.
+ * SWITCH is posted behind the new staging ring's REG_MR (rs->lock held, the fence's completion or
+ * the writer): the staged bytes not posted yet move to the new staging ring's start.  Nothing
+ * stages meanwhile: rs_tx_space() is 0 while the fence is up.
  */
 static void rs_tx_switched(struct rs_sock *rs)
 {
@@ -304,16 +336,34 @@ static void rs_tx_switched(struct rs_sock *rs)
 	rs->tx_old_seq = rs->sq_posted - 1;
 	rs->tx = rs->tx_next;
 	memset(&rs->tx_next, 0, sizeof(rs->tx_next));
-	rs->tx_base = rs->tx_prod;
-	rs->peer_ring_addr = rs->peer_next_addr;
-	rs->peer_rkey = rs->peer_next_rkey;
-	clear_bit(RS_F_TX_RESIZE, &rs->flags);
+	rs->tx_lbase = rs->tx_prod;
+	rs_tx_switched_remote(rs);
 }
 
 /*
- * sendmsg, lock_sock held: take the peer's larger ring.  The staging rings change hands under
- * rs->lock only (a fence's completion swaps them in softirq): the new one is allocated aside and
- * checked in with the fenced post.
+ * Our staging ring is as large as SO_SNDBUF lets it be already: SWITCH alone, no new ring, no
+ * REG_MR and so no fence.  The staged bytes stay where they are and go to the new ring.
+ */
+static void rs_tx_switch_remote(struct rs_sock *rs)
+{
+	int err = -EBUSY;
+
+	spin_lock_bh(&rs->lock);
+	if (rs_tx_switch_ready(rs) && !rs->tx_old.mr) {
+		err = __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_SWITCH, false);
+		if (!err)
+			rs_tx_switched_remote(rs);
+	}
+	spin_unlock_bh(&rs->lock);
+	if (err && err != -ENOBUFS && err != -EBUSY)
+		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: it is gone */
+}
+
+/*
+ * sendmsg, lock_sock held: take the peer's larger ring, and a larger staging ring if SO_SNDBUF
+ * allows one (else we keep ours and the window stays its size).  The staging rings change hands
+ * under rs->lock only (a fence's completion swaps them in softirq): the new one is allocated
+ * aside and checked in with the fenced post.
  */
 void rs_tx_switch(struct rs_sock *rs)
 {
@@ -338,7 +388,13 @@ void rs_tx_switch(struct rs_sock *rs)
 	rs_ring_release(rs, &old);
 	if (!ready)
 		return;
-	if (rs_ring_alloc(&ring, rs->pd, size)) {
+	/* Our staging ring: as large as the peer's new one, unless SO_SNDBUF says less. */
+	size = rs_tx_ring_target(rs, rs->pd->device, size);
+	if (size <= rs->tx.size) {
+		rs_tx_switch_remote(rs);
+		return;
+	}
+	if (rs_ring_alloc(&ring, rs->pd, size, &rs->sk)) {
 		/* Decline for good: the peer keeps writing the ring it has, which stays correct. */
 		clear_bit(RS_F_TX_RESIZE, &rs->flags);
 		return;

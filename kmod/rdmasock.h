@@ -97,6 +97,7 @@ struct rs_ring {
 	unsigned int npages;
 	int nents;
 	u32 size;
+	bool charged;		/* counted in the module's pinned pages (ring.c) */
 	struct ib_device *dev;
 	struct ib_mr *mr;
 };
@@ -154,7 +155,7 @@ struct rs_sock {
 	struct irq_poll cq_iop;
 	struct ib_qp *qp;
 	struct rs_ring rx;		/* the peer writes here */
-	struct rs_ring tx;		/* staging, mirrors the peer's ring offset for offset */
+	struct rs_ring tx;		/* staging: min(the peer's ring, our SO_SNDBUF), grow.c */
 	/* Growing rings (grow.c). */
 	struct rs_ring rx_next;		/* offered by RESIZE, written from rx_switch on */
 	struct rs_ring tx_old;		/* staging before SWITCH, freed once its WRITEs completed */
@@ -179,6 +180,7 @@ struct rs_sock {
 	struct ib_cqe reg_cqe;
 	u64 peer_ring_addr;
 	u32 peer_rkey;
+	u32 peer_ring_size;		/* the ring we write into, the peer's choice */
 	u32 remote_qpn;
 	u32 local_qpn;			/* rs->qp's number, for /proc and tracepoints */
 	bool pd_pinned;			/* an MR could not be deregistered: never free the PD */
@@ -199,7 +201,8 @@ struct rs_sock {
 	spinlock_t lock;
 	u64 rx_base;			/* stream position of rx's offset 0 */
 	u64 rx_switch;			/* RS_F_RX_SWITCHED: first byte in rx_next */
-	u64 tx_base;			/* stream position of tx's (and the peer ring's) offset 0 */
+	u64 tx_base;			/* stream position of the peer ring's offset 0 */
+	u64 tx_lbase;			/* stream position of the staging ring's offset 0 */
 	u64 rx_prod;			/* bytes the peer has placed in rx */
 	u64 rx_cons;			/* bytes the reader has consumed */
 	u64 rx_announced;		/* consumption last told to the peer */
@@ -286,6 +289,7 @@ void rs_dev_detach(struct rs_sock *rs);
 /* grow.c */
 u32 rs_ring_target(struct rs_sock *rs, struct ib_device *dev);
 u32 rs_ring_start(struct rs_sock *rs, struct ib_device *dev);
+u32 rs_tx_ring_target(struct rs_sock *rs, struct ib_device *dev, u32 peer_size);
 int rs_resize_buf_alloc(struct rs_sock *rs);
 void rs_grow_free(struct rs_sock *rs);
 void rs_grow_init(struct rs_sock *rs);
@@ -298,7 +302,8 @@ bool rs_tx_switch_ready(struct rs_sock *rs);
 void rs_tx_switch(struct rs_sock *rs);
 
 /* ring.c */
-int rs_ring_alloc(struct rs_ring *ring, struct ib_pd *pd, u32 size);
+int rs_ring_alloc(struct rs_ring *ring, struct ib_pd *pd, u32 size, struct sock *sk);
+long rs_ring_pinned_pages(void);
 bool rs_ring_free(struct rs_ring *ring);
 void rs_ring_release(struct rs_sock *rs, struct rs_ring *ring);
 void rs_ring_sync(struct rs_ring *ring, u32 off, u32 len, bool for_cpu);
@@ -360,8 +365,8 @@ int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int
 void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp);
 void rs_tcp_detach(struct rs_sock *rs);
 void rs_tcp_sync(struct rs_sock *rs);
-bool rs_neg_cache_hit(const struct sockaddr *addr);
-void rs_neg_cache_add(const struct sockaddr *addr);
+bool rs_neg_cache_hit(const struct net *net, const struct sockaddr *addr);
+void rs_neg_cache_add(const struct net *net, const struct sockaddr *addr);
 void rs_neg_cache_exit(void);
 
 /* stats.c: counters, /proc/net/rdmasock, /proc/net/rdmasock_stat, tracepoints */

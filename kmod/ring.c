@@ -3,12 +3,38 @@
  * rdmasock rings: scattered order-0 pages that the CPU sees as one range through vmap() and the HCA
  * sees as one range through a fast-registration MR.  No high-order allocation is ever needed, so a
  * fragmented host can still open connections (SMC-R's contiguous buffers fail there).
+ *
+ * What rings pin is charged twice, as TCP's buffers are: to the socket's memory cgroup (the pages
+ * are __GFP_ACCOUNT, allocated on behalf of sk->sk_memcg, so memory.max bounds them), and to one
+ * module-wide budget no larger than TCP's own hard limit (tcp_mem[2], in pages): a ring that would
+ * exceed it is not allocated, and the connection falls back to TCP or stays at the size it has.
  */
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <linux/scatterlist.h>
+#include <linux/sched/mm.h>
+#include <net/tcp.h>
 #include "rdmasock.h"
+
+static atomic_long_t rs_pinned_pages = ATOMIC_LONG_INIT(0);
+
+static bool rs_pin_charge(unsigned int npages)
+{
+	long limit = READ_ONCE(tcp_prot.sysctl_mem[2]);
+
+	if (atomic_long_add_return(npages, &rs_pinned_pages) > limit) {
+		atomic_long_sub(npages, &rs_pinned_pages);
+		return false;
+	}
+	return true;
+}
+
+/* Pages every ring of every connection pins now (/proc/net/rdmasock_stat). */
+long rs_ring_pinned_pages(void)
+{
+	return atomic_long_read(&rs_pinned_pages);
+}
 
 /* True when the MR could not be deregistered: the ring is leaked, and its PD must be too. */
 bool rs_ring_free(struct rs_ring *ring)
@@ -34,6 +60,8 @@ bool rs_ring_free(struct rs_ring *ring)
 			__free_page(ring->pages[i]);
 	kvfree(ring->pages);
 	kvfree(ring->sgl);
+	if (ring->charged)
+		atomic_long_sub(ring->npages, &rs_pinned_pages);
 	memset(ring, 0, sizeof(*ring));
 	return false;
 }
@@ -49,13 +77,13 @@ static int rs_ring_pages(struct rs_ring *ring)
 {
 	unsigned int i;
 
-	ring->pages = kvcalloc(ring->npages, sizeof(*ring->pages), GFP_KERNEL);
-	ring->sgl = kvcalloc(ring->npages, sizeof(*ring->sgl), GFP_KERNEL);
+	ring->pages = kvcalloc(ring->npages, sizeof(*ring->pages), GFP_KERNEL_ACCOUNT);
+	ring->sgl = kvcalloc(ring->npages, sizeof(*ring->sgl), GFP_KERNEL_ACCOUNT);
 	if (!ring->pages || !ring->sgl)
 		return -ENOMEM;
 	sg_init_table(ring->sgl, ring->npages);
 	for (i = 0; i < ring->npages; i++) {
-		ring->pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		ring->pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 		if (!ring->pages[i])
 			return -ENOMEM;
 		sg_set_page(&ring->sgl[i], ring->pages[i], PAGE_SIZE, 0);
@@ -69,15 +97,24 @@ static int rs_ring_pages(struct rs_ring *ring)
  * later by an IB_WR_REG_MR on the connection's own QP (rs_ring_reg_wr), which gives the key to
  * that QP's peer only.
  */
-int rs_ring_alloc(struct rs_ring *ring, struct ib_pd *pd, u32 size)
+int rs_ring_alloc(struct rs_ring *ring, struct ib_pd *pd, u32 size, struct sock *sk)
 {
+	struct mem_cgroup *old_memcg;
 	int err, n;
 
 	memset(ring, 0, sizeof(*ring));
 	ring->dev = pd->device;
-	ring->size = size;
 	ring->npages = size >> PAGE_SHIFT;
+	if (!rs_pin_charge(ring->npages)) {
+		memset(ring, 0, sizeof(*ring));
+		return -ENOBUFS;
+	}
+	ring->charged = true;
+	ring->size = size;
+	/* Charged to the socket's cgroup, whatever task runs this (a CM handler, a work item). */
+	old_memcg = set_active_memcg(sk->sk_memcg);
 	err = rs_ring_pages(ring);
+	set_active_memcg(old_memcg);
 	if (err)
 		goto fail;
 	n = ib_dma_map_sg(ring->dev, ring->sgl, ring->npages, DMA_BIDIRECTIONAL);

@@ -132,6 +132,9 @@ static int rs_stat_show(struct seq_file *seq, void *v)
 		seq_printf(seq, "%s %llu %llu\n", name, rs_counter_sum(rsn->cnt, c),
 			   rs_counter_sum(rs_global, c));
 	}
+	/* A gauge, module-wide (both columns): pages all rings pin now, within tcp_mem[2]. */
+	seq_printf(seq, "ring_pages_pinned %ld %ld\n", rs_ring_pinned_pages(),
+		   rs_ring_pinned_pages());
 	return 0;
 }
 

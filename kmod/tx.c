@@ -327,14 +327,18 @@ int rs_post_ready(struct rs_sock *rs)
 	return rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_READY, false);
 }
 
-/* One RDMA WRITE WITH IMMEDIATE of staged bytes at ring offset @off, rs->lock held. */
-static int rs_post_write(struct rs_sock *rs, u32 off, u32 len)
+/*
+ * One RDMA WRITE WITH IMMEDIATE of @len staged bytes from staging offset @off to the peer's ring
+ * at @roff, rs->lock held.
+ */
+static int rs_post_write(struct rs_sock *rs, u32 off, u32 roff, u32 len)
 {
 	struct ib_rdma_wr wr = {};
 	struct ib_sge sge;
 	bool marker;
 	int err;
 
+	lockdep_assert_held(&rs->lock);
 	sge.addr = rs->tx.mr->iova + off;
 	sge.length = len;
 	sge.lkey = rs->tx.mr->lkey;
@@ -342,7 +346,7 @@ static int rs_post_write(struct rs_sock *rs, u32 off, u32 len)
 	wr.wr.ex.imm_data = cpu_to_be32(RS_IMM_DATA << RS_IMM_TYPE_SHIFT | len);
 	wr.wr.sg_list = &sge;
 	wr.wr.num_sge = 1;
-	wr.remote_addr = rs->peer_ring_addr + off;
+	wr.remote_addr = rs->peer_ring_addr + roff;
 	wr.rkey = rs->peer_rkey;
 	if (len <= rs->max_inline) {
 		/* Inline data is copied by the CPU at post time, from a kernel virtual address. */
@@ -366,7 +370,8 @@ static int rs_post_write(struct rs_sock *rs, u32 off, u32 len)
 }
 
 /*
- * Post every staged byte (WRITEs end at the ring's end and at RS_MAX_WRITE), then a pending FIN.
+ * Post every staged byte, then a pending FIN.  A WRITE ends where either ring wraps (the staging
+ * ring may be smaller than the peer's: grow.c) and at RS_MAX_WRITE.
  * Runs from any process context, without lock_sock: rs->lock orders it against sendmsg's staging
  * and against teardown.
  */
@@ -381,12 +386,13 @@ void rs_tx_push(struct rs_sock *rs)
 		return;
 	}
 	while (rs->tx_staged != rs->tx_prod && !err) {
-		u32 off = (rs->tx_prod - rs->tx_base) % rs->tx.size;
+		u32 off = (rs->tx_prod - rs->tx_lbase) % rs->tx.size;
+		u32 roff = (rs->tx_prod - rs->tx_base) % rs->peer_ring_size;
 		u32 len = min_t(u64, rs->tx_staged - rs->tx_prod, rs->tx.size - off);
 
+		len = min_t(u32, len, rs->peer_ring_size - roff);
 		len = min_t(u32, len, RS_MAX_WRITE);
-
-		err = rs_post_write(rs, off, len);
+		err = rs_post_write(rs, off, roff, len);
 	}
 	if (!err && test_bit(RS_F_FIN_PENDING, &rs->flags) &&
 	    !test_and_set_bit(RS_F_FIN_SENT, &rs->flags)) {
@@ -421,12 +427,13 @@ void rs_tx_stop(struct rs_sock *rs)
 }
 
 /*
- * How many bytes may be in flight (staged and not yet consumed by the peer): the peer's ring, or
- * less if the user locked SO_SNDBUF smaller.  As for TCP, half of sk_sndbuf is payload.
+ * How many bytes may be in flight (staged and not yet consumed by the peer): the peer's ring or our
+ * staging ring, whichever is smaller, or less if the user locked SO_SNDBUF smaller.  As for TCP,
+ * half of sk_sndbuf is payload.
  */
 static u32 rs_tx_window(struct rs_sock *rs)
 {
-	u32 window = rs->tx.size;
+	u32 window = min(rs->tx.size, rs->peer_ring_size);
 
 	if (rs->sk.sk_userlocks & SOCK_SNDBUF_LOCK)
 		window = clamp_t(u32, READ_ONCE(rs->sk.sk_sndbuf) / 2, 1, window);
@@ -434,12 +441,13 @@ static u32 rs_tx_window(struct rs_sock *rs)
 }
 
 /*
- * Bytes the peer's ring can take now; 0 before the peer is READY.  Bytes before tx_base are in the
- * peer's previous ring (grow.c): they take no room in this one.
+ * Bytes the peer's ring and our staging ring can both take now; 0 before the peer is READY.  Bytes
+ * before tx_base are in the peer's previous ring, bytes before tx_lbase in our previous staging
+ * ring (grow.c): they take no room in these.
  */
 u32 rs_tx_space(struct rs_sock *rs)
 {
-	u32 space, used, window;
+	u32 space, used, window, lused;
 
 	if (!test_bit(RS_F_PEER_READY, &rs->flags) || !rs->tx.size ||
 	    test_bit(RS_F_SQ_FENCE, &rs->flags))
@@ -447,7 +455,9 @@ u32 rs_tx_space(struct rs_sock *rs)
 	spin_lock_bh(&rs->lock);
 	window = rs_tx_window(rs);
 	used = rs->tx_staged - max(rs->tx_acked, rs->tx_base);
+	lused = rs->tx_staged - max(rs->tx_acked, rs->tx_lbase);
 	space = used < window ? window - used : 0;
+	space = min(space, lused < rs->tx.size ? rs->tx.size - lused : 0);
 	if (rs->sq_posted - rs->sq_done >= rs->sq_depth - RS_SQ_CTRL_RESERVE)
 		space = 0;
 	spin_unlock_bh(&rs->lock);
@@ -526,7 +536,7 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo)
 		 * A window below the peer's ring (SO_SNDBUF) can close before the peer consumed the
 		 * quarter ring that makes it report: ask it to report at once.
 		 */
-		if (rs_tx_window(rs) < rs->tx.size)
+		if (rs_tx_window(rs) < rs->peer_ring_size)
 			rs_tx_want_consumed(rs);
 		err = -EAGAIN;
 		if (!*timeo)
@@ -585,7 +595,7 @@ static void rs_tx_flush(struct rs_sock *rs, bool more)
 /* Copy from the user into the staging ring, at most up to the ring's end. */
 static int rs_tx_stage(struct rs_sock *rs, struct msghdr *msg, size_t want)
 {
-	u32 off = (rs->tx_staged - rs->tx_base) % rs->tx.size;
+	u32 off = (rs->tx_staged - rs->tx_lbase) % rs->tx.size;
 	u32 chunk = min_t(size_t, want, rs->tx.size - off);
 
 	chunk = copy_from_iter(rs->tx.buf + off, chunk, &msg->msg_iter);

@@ -8,7 +8,7 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 total_pass=0 total_fail=0
-DEBUG_SUBSET="sock_test race_test stress_test fallback_test observe_test hostile_test fuzz_test ns_test devremove_test"
+DEBUG_SUBSET="sock_test race_test bound_test stress_test fallback_test observe_test hostile_test fuzz_test ns_test devremove_test"
 
 # add_results DIR RC LABEL: sum DIR/results/summary; a failed VM run with no failing test counts 1.
 add_results() {

@@ -31,7 +31,7 @@ client)
 	run_one twovm_test "$bin/twovm_test"
 	;;
 *)
-	for t in sock_test race_test stress_test conn_test fallback_test observe_test hostile_test fuzz_test ns_test; do
+	for t in sock_test race_test stress_test conn_test bound_test fallback_test observe_test hostile_test fuzz_test ns_test; do
 		run_one "$t" "$bin/$t"
 	done
 	run_one apps_test "$top/selftests/apps_test.sh"

@@ -256,6 +256,36 @@ TEST_F(pair, rings_start_small_and_grow_with_a_stream)
 	}
 }
 
+/*
+ * The writer's SO_SNDBUF bounds its staging ring, however large the ring the reader offers: the
+ * peer cannot make us pin more than we allow.  The two rings then wrap at different sizes (128 KiB
+ * staged into a 416 KiB ring): every byte still arrives in order.
+ */
+TEST_F(pair, staging_ring_bounded_by_sndbuf)
+{
+	struct stream_arg a = { .fd = self->cfd, .len = scaled(4 << 20), .seed = 9, .chunk = 30000 };
+	int snd = 65536, rcv = 1 << 20, sndbuf;
+	socklen_t len = sizeof(sndbuf);
+	unsigned int c[2], s[2];
+	pthread_t t;
+
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd)));
+	ASSERT_EQ(0, setsockopt(self->sfd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)));
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &len));
+	ASSERT_EQ(0, pthread_create(&t, NULL, stream_writer, &a));
+	ASSERT_EQ(0, wait_queued(self->sfd, 8192));	/* let the reader's ring fill and grow */
+	ASSERT_EQ(-1, stream_check(self->sfd, a.len, a.seed));
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, a.err);
+	if (variant->carrier == CARRIER_RDMASOCK) {
+		ring_sizes(self->cfd, c);
+		ring_sizes(self->sfd, s);
+		TH_LOG("reader's ring %u, writer's staging ring %u, SO_SNDBUF %d", s[0], c[1], sndbuf);
+		ASSERT_LT((unsigned int)sndbuf, s[0]);
+		ASSERT_EQ((unsigned int)sndbuf, c[1]);
+	}
+}
+
 TEST_F(pair, peek_then_read)
 {
 	char buf[16];
