@@ -152,6 +152,8 @@ static int rs_bind(struct socket *sock, struct sockaddr *addr, int len)
 	err = rs_tcp_ensure(rs, family);
 	if (!err)
 		err = kernel_bind(rs->tcp, addr, len);
+	if (!err)	/* (rs_check_addr() checked the length: the port is there) */
+		rs->port_auto = !((struct sockaddr_in *)addr)->sin_port;
 	if (!err && !rs->force_tcp)
 		rs_cm_bind(rs, addr, len);
 out:
@@ -194,7 +196,7 @@ static int rs_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len)
 		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_FORCED);
 	if (rs_neg_cache_hit(sock_net(&rs->sk), addr) && !rs->no_fallback)
 		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_NEG_CACHE);
-	return rs_cm_connect(rs, addr, len);
+	return rs_cm_connect(rs, addr, len, true);
 }
 
 /* After a fallback, TCP owns the connect, with its own waiting, errors and EALREADY/EISCONN. */
@@ -277,6 +279,17 @@ out:
 	return err;
 }
 
+/* The user chose the port: bound to it explicitly, and outside the ephemeral range. */
+static bool rs_port_chosen(struct rs_sock *rs)
+{
+	int port = inet_sk(rs->tcp->sk)->inet_num, low, high;
+
+	if (rs->port_auto)
+		return false;
+	inet_get_local_port_range(sock_net(&rs->sk), &low, &high);
+	return port < low || port > high;
+}
+
 static int rs_listen(struct socket *sock, int backlog)
 {
 	struct rs_sock *rs = rs_sk(sock->sk);
@@ -301,12 +314,13 @@ static int rs_listen(struct socket *sock, int backlog)
 	 * A port the user bound is ours in TCP's port space; it must be ours in rdma_cm's too, or
 	 * a local rdma_cm user listening there would get every RDMA client while we served TCP
 	 * alone: a taken port fails listen() as a taken TCP port fails bind() (counted).  An
-	 * ephemeral port (listen without bind) is TCP's choice; if rdma_cm's space has it taken,
-	 * that only costs RDMA (counted).  An address without an RDMA device serves TCP only.
+	 * ephemeral port (listen without bind, bind to port 0, or one in ip_local_port_range, where
+	 * rdma_cm's clients take theirs too) is TCP's choice; if rdma_cm's space has it taken, that
+	 * only costs RDMA (counted).  An address without an RDMA device serves TCP only.
 	 */
 	bound = inet_sk(rs->tcp->sk)->inet_num;
-	if (bound && !rs->force_tcp && rs_cm_bind_listener(rs) == -EADDRINUSE &&
-	    !sk->sk_reuseport) {
+	if (bound && rs_port_chosen(rs) && !rs->force_tcp &&
+	    rs_cm_bind_listener(rs) == -EADDRINUSE && !sk->sk_reuseport) {
 		err = -EADDRINUSE;
 		goto out;
 	}
@@ -317,6 +331,7 @@ static int rs_listen(struct socket *sock, int backlog)
 		goto out;
 	}
 	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
+	rs->tcp_final = true;
 	/* rs->tcp is final: poll may use it once it sees mode LISTEN (rs_accept_ready). */
 	smp_store_release(&rs->mode, RDMASOCK_MODE_LISTEN);
 	WRITE_ONCE(sk->sk_state, TCP_LISTEN);
@@ -534,10 +549,15 @@ static int rs_shutdown_op(struct socket *sock, int how)
 	if ((how & ~SHUTDOWN_MASK) || !how)
 		return -EINVAL;
 	lock_sock(&rs->sk);
-	if (rs_is_tcp(rs))
+	if (rs_is_tcp(rs)) {
 		err = kernel_sock_shutdown(rs->tcp, how - 1);
-	else
+	} else {
 		err = rs_shutdown(rs, how);
+		if (err > 0) {		/* the connect in progress was abandoned */
+			sock->state = SS_UNCONNECTED;
+			err = 0;
+		}
+	}
 	release_sock(&rs->sk);
 	return err;
 }

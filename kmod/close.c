@@ -21,9 +21,15 @@ void rs_abort(struct rs_sock *rs, int err)
 	struct sock *sk = &rs->sk;
 	bool unqueued;
 
+	/*
+	 * Ours, for the whole call: once RS_F_ABORTED is set, a child that rs_cm_request() finds
+	 * aborted loses the reference it had, and this call still has work to do on it.
+	 */
+	sock_hold(sk);
 	spin_lock_bh(&rs->lock);
 	if (test_and_set_bit(RS_F_ABORTED, &rs->flags)) {
 		spin_unlock_bh(&rs->lock);
+		sock_put(sk);
 		return;
 	}
 	WRITE_ONCE(sk->sk_err, -err);
@@ -45,6 +51,7 @@ void rs_abort(struct rs_sock *rs, int err)
 		sock_put(sk);
 	if (unqueued)
 		sock_put(sk);	/* the queue's: the teardown work holds its own */
+	sock_put(sk);
 }
 
 /* Stop the CM handler and the completion handlers from touching the connection again. */
@@ -67,12 +74,12 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 	rs_mark_dying(rs, in_handler);
 	rs_keepalive_stop(rs);
 	rs_tx_stop(rs);
-	/* A fatal QP event's work must not outlive this connection and abort the next one. */
-	if (cancel_work_sync(&rs->qp_err_work))
-		sock_put(&rs->sk);	/* its reference; the caller holds one too */
 	if (rs->cm_id && rs->qp && !in_handler)
 		rdma_disconnect(rs->cm_id);
 	rs_qp_destroy(rs);
+	/* Once the QP is gone: a fatal QP event's work must not abort the next connection. */
+	if (cancel_work_sync(&rs->qp_err_work))
+		sock_put(&rs->sk);	/* its reference; the caller holds one too */
 	/*
 	 * The rings go, and with them whatever they still hold: no reader may find bytes to copy
 	 * from a freed ring (a peer that wrote before its connect failed), no writer staged bytes.
@@ -117,18 +124,15 @@ static bool rs_rdma_live(struct rs_sock *rs)
 	return test_bit(RS_F_RDMA_UP, &rs->flags) && !test_bit(RS_F_ABORTED, &rs->flags);
 }
 
-/*
- * FIN follows the last staged byte: rs_tx_push() sends it once they are all posted.  Before the
- * connection is up (shutdown(SHUT_WR) in SYN_SENT, as TCP allows) it waits: establishment pushes.
- */
+/* FIN follows the last staged byte: rs_tx_push() sends it once they are all posted. */
 void rs_send_fin(struct rs_sock *rs)
 {
-	if (test_bit(RS_F_ABORTED, &rs->flags) || test_and_set_bit(RS_F_FIN_PENDING, &rs->flags))
+	if (!rs_rdma_live(rs) || test_and_set_bit(RS_F_FIN_PENDING, &rs->flags))
 		return;
-	if (rs_rdma_live(rs))
-		rs_tx_push(rs);
+	rs_tx_push(rs);
 }
 
+/* 0, an error, or 1 when a connect in progress was abandoned (the caller unconnects the socket). */
 int rs_shutdown(struct rs_sock *rs, int how)
 {
 	struct sock *sk = &rs->sk;
@@ -143,6 +147,15 @@ int rs_shutdown(struct rs_sock *rs, int how)
 		kernel_sock_shutdown(rs->tcp, SHUT_RD);
 		rs_wake(sk, EPOLLIN | EPOLLOUT | EPOLLHUP);
 		return 0;
+	case TCP_SYN_SENT:
+		/*
+		 * As inet_shutdown() disconnects a TCP socket that is connecting: the attempt is
+		 * abandoned (a blocked connect() returns ECONNABORTED), the socket is unconnected.
+		 */
+		rs_teardown_rdma(rs, false);
+		WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+		rs_wake(sk, EPOLLIN | EPOLLOUT | EPOLLHUP);
+		return 1;
 	case TCP_CLOSE:
 		err = -ENOTCONN;
 		break;

@@ -157,7 +157,8 @@ static void rs_cm_route_resolved(struct rs_sock *rs, struct rdma_cm_id *id)
 
 	err = rs_conn_create(rs, id);
 	if (err) {
-		rs_connect_done(rs, err, RDMASOCK_REASON_RESOURCE);
+		rs_connect_done(rs, err, err == -ENODEV ? RDMASOCK_REASON_NO_DEVICE :
+					 RDMASOCK_REASON_RESOURCE);
 		return;
 	}
 	rs_hello_build(rs, &hello);
@@ -228,7 +229,11 @@ static bool rs_no_rdma_path(const struct sockaddr *addr)
  */
 static void rs_conn_reset(struct rs_sock *rs)
 {
-	rs_teardown_rdma(rs, false);
+	/* (A socket only bound keeps its id: connect() goes out from its address and port.) */
+	if (test_bit(RS_F_ABORTED, &rs->flags) || rs->qp || rs->pd || rs->cq ||
+	    rs->mode == RDMASOCK_MODE_RDMA)
+		rs_teardown_rdma(rs, false);
+	rs->conn_gen++;
 	spin_lock_bh(&rs->lock);
 	rs->rx_base = 0;
 	rs->rx_switch = 0;
@@ -261,10 +266,15 @@ static void rs_conn_reset(struct rs_sock *rs)
 	rs->ka_seen_at_probe = 0;
 	rs->ka_unanswered = 0;
 	WRITE_ONCE(rs->sk.sk_err, 0);
+	/* A former listener keeps its TCP socket (rs->tcp_final): lockless pollers may use it. */
 	WRITE_ONCE(rs->mode, RDMASOCK_MODE_NONE);
 }
 
-int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
+/*
+ * @fresh: a connect() of the user's (everything of an earlier attempt goes), not the retry after a
+ * busy listener's backoff (which keeps its count).
+ */
+int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, bool fresh)
 {
 	struct sockaddr_storage src;
 	struct rdma_cm_id *id;
@@ -272,8 +282,7 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
 	int err;
 
 	sock_owned_by_me(&rs->sk);
-	if (test_bit(RS_F_ABORTED, &rs->flags) || rs->qp || rs->pd || rs->cq ||
-	    rs->mode != RDMASOCK_MODE_NONE)
+	if (fresh)
 		rs_conn_reset(rs);
 	id = rs->cm_id;
 	if (rs_no_rdma_path(addr)) {
@@ -339,7 +348,7 @@ static void rs_connect_retry(struct rs_sock *rs)
 	struct sock *sk = &rs->sk;
 	int err;
 
-	err = rs_cm_connect(rs, (struct sockaddr *)&rs->peer_addr, rs->peer_addr_len);
+	err = rs_cm_connect(rs, (struct sockaddr *)&rs->peer_addr, rs->peer_addr_len, false);
 	if (!err)
 		return;
 	WRITE_ONCE(sk->sk_err, -err);
@@ -389,8 +398,6 @@ void rs_connect_work(struct work_struct *work)
 		rs_count(sock_net(sk), RS_CNT_CONN_RDMA);
 		trace_rdmasock_established(rs);
 		rs_keepalive_update(rs);
-		if (test_bit(RS_F_FIN_PENDING, &rs->flags))
-			rs_tx_push(rs);	/* shut down for writing while it connected */
 		rs_wake(sk, EPOLLOUT | EPOLLWRNORM);
 		goto out;
 	}
@@ -492,6 +499,7 @@ int rs_cm_bind_listener(struct rs_sock *rs)
 
 	if (rs->cm_id)
 		return 0;
+	clear_bit(RS_F_DEV_GONE, &rs->flags);	/* an earlier id's, long gone */
 	err = rs_cm_bind(rs, NULL, 0);
 	if ((err == -EADDRINUSE || err == -EADDRNOTAVAIL) && rs_cm_port_taken(rs)) {
 		rs_count(sock_net(&rs->sk), RS_CNT_RDMA_PORT_TAKEN);
@@ -500,17 +508,27 @@ int rs_cm_bind_listener(struct rs_sock *rs)
 	return err;
 }
 
+/*
+ * The id is ours (out of rs->cm_id) while rdma_listen() runs: a DEVICE_REMOVAL meanwhile cannot
+ * have rdma_cm destroy it under us; it marks RS_F_DEV_GONE instead, and whichever of the two
+ * finds the id back in rs->cm_id after setting its mark has it destroyed (rs_cm_device_removal).
+ */
 int rs_cm_listen(struct rs_sock *rs, int backlog)
 {
+	struct rdma_cm_id *id = xchg(&rs->cm_id, NULL);
 	int err;
 
-	if (!rs->cm_id)
+	if (!id)
 		return -ENOENT;
-	err = rdma_listen(rs->cm_id, backlog);
-	if (err) {
-		rdma_destroy_id(rs->cm_id);
-		rs->cm_id = NULL;
+	err = rdma_listen(id, backlog);
+	if (!err) {
+		xchg(&rs->cm_id, id);	/* a full barrier, before the test */
+		if (test_bit(RS_F_DEV_GONE, &rs->flags) && cmpxchg(&rs->cm_id, id, NULL) == id)
+			err = -ENODEV;
+		else
+			return 0;
 	}
+	rdma_destroy_id(id);
 	return err;
 }
 
@@ -646,15 +664,15 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 		list_add_tail(&child->accept_node, &listener->pending_q);
 		set_bit(RS_F_PENDING, &child->flags);
 		listener->queued++;
+		/*
+		 * As a SYN-RECV socket times out: the client's RTU must come within this.  Armed
+		 * under the lock rs_abort()'s unqueue takes, so its cancel comes after.
+		 */
+		rs_connect_work_arm(child, RS_SYN_RECV_TIMEOUT);
 	}
 	spin_unlock_bh(&listener->lock);
-	if (!linked) {
-		/* Failed already (a completion aborted it): its teardown work destroys the id. */
+	if (!linked)	/* failed already (a completion aborted it): teardown destroys the id */
 		sock_put(&child->sk);
-		return 0;
-	}
-	/* As a SYN-RECV socket times out: the client's RTU must come within this. */
-	rs_connect_work_arm(child, RS_SYN_RECV_TIMEOUT);
 	return 0;
 fail:
 	rs_child_free_early(child);
@@ -667,6 +685,8 @@ static void rs_cm_child_established(struct rs_sock *child)
 	struct rs_sock *listener = child->parent;
 	bool queued = false;
 
+	if (test_bit(RS_F_ABORTED, &child->flags))
+		return;		/* its teardown is queued: no ring, no READY */
 	child->mode = RDMASOCK_MODE_RDMA;
 	/* The staging ring, now that the client proved it is there (nothing is on the SQ yet). */
 	if (rs_tx_ring_create(child) || rs_post_reg_ring(child, &child->tx, false) ||
@@ -790,11 +810,21 @@ static void rs_cm_disconnected(struct rs_sock *rs)
 
 static int rs_cm_device_removal(struct rs_sock *rs, struct rdma_cm_id *id)
 {
-	if (READ_ONCE(rs->sk.sk_state) == TCP_LISTEN) {
-		/* A listener bound to this device's address: it goes on serving TCP. */
+	int state = READ_ONCE(rs->sk.sk_state);
+
+	/*
+	 * A listener bound to this device's address goes on serving TCP; a socket only bound loses
+	 * its id (listen() or connect() makes another).  Neither is reset.
+	 */
+	if (state == TCP_LISTEN || (state == TCP_CLOSE && !rs->qp)) {
 		if (cmpxchg(&rs->cm_id, id, NULL) == id)
 			return 1;	/* rdma_cm destroys the id */
-		return 0;
+		/* listen() holds it (rs_cm_listen): mark, then try once more. */
+		set_bit(RS_F_DEV_GONE, &rs->flags);
+		smp_mb__after_atomic();	/* the mark before the second look, as rs_cm_listen() */
+		if (cmpxchg(&rs->cm_id, id, NULL) == id)
+			return 1;
+		return 0;	/* rs_cm_listen() destroys it */
 	}
 	rs_connect_done(rs, -ENETUNREACH, RDMASOCK_REASON_NO_DEVICE);
 	rs_abort(rs, -ENETDOWN);

@@ -244,7 +244,8 @@ int rs_tcp_ensure(struct rs_sock *rs, int family)
 
 	sock_owned_by_me(&rs->sk);
 	if (rs->tcp && (rs->tcp->sk->sk_family == family || inet_sk(rs->tcp->sk)->inet_num ||
-			rs->tcp->sk->sk_state != TCP_CLOSE || rs->mode != RDMASOCK_MODE_NONE))
+			rs->tcp->sk->sk_state != TCP_CLOSE || rs->mode != RDMASOCK_MODE_NONE ||
+			rs->tcp_final))
 		return 0;
 	err = __sock_create(sock_net(&rs->sk), family, SOCK_STREAM, IPPROTO_TCP, &tcp, 0);
 	if (err)
@@ -267,6 +268,7 @@ int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int
 	if (err)
 		return err;
 	rs->reason = reason;
+	rs->tcp_final = true;
 	/* rs->tcp is final from here on: lockless callers may use it once they see mode TCP. */
 	smp_store_release(&rs->mode, RDMASOCK_MODE_TCP);
 	rs_count_fallback(sock_net(&rs->sk), reason);

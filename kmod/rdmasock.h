@@ -133,6 +133,8 @@ enum rs_flag {
 	RS_F_ANNOUNCE_DUE,	/* a CONSUMED found the SQ full: the next completion sends it */
 	RS_F_WANT_DUE,		/* WANT_CONSUMED found the SQ full: the next completion sends it */
 	RS_F_PENDING,		/* child on the listener's pending_q (the listener's lock) */
+	RS_F_READY_SENT,	/* our READY is posted: the peer may write into our ring */
+	RS_F_DEV_GONE,		/* DEVICE_REMOVAL while listen() held the id (cm.c) */
 };
 
 struct rs_sock {
@@ -184,6 +186,9 @@ struct rs_sock {
 	u32 remote_qpn;
 	u32 local_qpn;			/* rs->qp's number, for /proc and tracepoints */
 	bool pd_pinned;			/* an MR could not be deregistered: never free the PD */
+	bool tcp_final;			/* mode was TCP or LISTEN: rs->tcp stays until release() */
+	bool port_auto;			/* bind() asked for port 0: the port is TCP's choice */
+	u32 conn_gen;			/* connect() attempts from scratch (rs_conn_reset) */
 	unsigned long connect_deadline;	/* jiffies: the set-up bound of the current attempt */
 	struct sockaddr_storage peer_addr;	/* connect() destination, kept for fallback */
 	int peer_addr_len;
@@ -272,7 +277,7 @@ int rs_cm_bind(struct rs_sock *rs, struct sockaddr *addr, int len);
 int rs_cm_listen(struct rs_sock *rs, int backlog);
 int rs_cm_bind_listener(struct rs_sock *rs);
 void rs_cm_listen_undo(struct rs_sock *rs);
-int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len);
+int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, bool fresh);
 struct rs_sock *rs_cm_accept_ready(struct rs_sock *listener);
 void rs_cm_listener_close(struct rs_sock *rs);
 bool rs_cm_child_unqueue(struct rs_sock *child);

@@ -138,7 +138,8 @@ int rs_ring_alloc(struct rs_ring *ring, struct ib_pd *pd, u32 size, struct sock 
 	ib_update_fast_reg_key(ring->mr, ib_inc_rkey(ring->mr->rkey));
 	return 0;
 fail:
-	rs_ring_free(ring);
+	if (rs_ring_free(ring))
+		rs_sk(sk)->pd_pinned = true;
 	return err;
 }
 

@@ -63,9 +63,12 @@ static int rs_rx_data(struct rs_sock *rs, u32 len)
 	int err = 0;
 
 	spin_lock(&rs->lock);
-	/* The peer's READY precedes its first WRITE on this QP: DATA before it is a lie. */
-	if (!len || len > rs_rx_room(rs) || !rs->rx.buf ||
-	    test_bit(RS_F_PEER_FIN, &rs->flags) || !test_bit(RS_F_PEER_READY, &rs->flags))
+	/*
+	 * The peer's READY precedes its first WRITE on this QP, and it may write only after ours:
+	 * DATA before either is a lie.
+	 */
+	if (!len || len > rs_rx_room(rs) || !rs->rx.buf || test_bit(RS_F_PEER_FIN, &rs->flags) ||
+	    !test_bit(RS_F_PEER_READY, &rs->flags) || !test_bit(RS_F_READY_SENT, &rs->flags))
 		err = -EPROTO;
 	else
 		rs->rx_prod += len;
@@ -356,10 +359,12 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 	u64 pos, seen_cons;
 	size_t copied = 0;
 	int err = 0;
+	u32 gen;
 
 	sock_owned_by_me(sk);
 	if (sk->sk_state == TCP_LISTEN)
 		return -ENOTCONN;
+	gen = rs->conn_gen;
 	spin_lock_bh(&rs->lock);
 	seen_cons = rs->rx_cons;
 	pos = seen_cons;
@@ -376,7 +381,8 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 		 * if it moved.
 		 */
 		spin_lock_bh(&rs->lock);
-		if (rs->rx_cons != seen_cons) {
+		/* (A new connect() meanwhile started the cursors from 0: pos is past rx_prod.) */
+		if (rs->rx_cons != seen_cons || pos > rs->rx_prod) {
 			seen_cons = rs->rx_cons;
 			pos = seen_cons;
 		}
@@ -428,6 +434,11 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 			break;
 		}
 		rs_rx_wait(rs, &timeo, pos);
+		/* Another thread's connect() started over while we waited: not our stream. */
+		if (rs->conn_gen != gen) {
+			err = -ECONNRESET;
+			break;
+		}
 	}
 	/* For autocork (tx.c): a write after a read is request/response traffic. */
 	if (copied && !peek)

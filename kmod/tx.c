@@ -324,7 +324,16 @@ int rs_post_reg_ring(struct rs_sock *rs, struct rs_ring *ring, bool remote)
  */
 int rs_post_ready(struct rs_sock *rs)
 {
-	return rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_READY, false);
+	int err;
+
+	/* Before the post: the peer's first WRITE may complete here before it returns. */
+	spin_lock_bh(&rs->lock);
+	set_bit(RS_F_READY_SENT, &rs->flags);
+	err = __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_READY, false);
+	if (err)
+		clear_bit(RS_F_READY_SENT, &rs->flags);
+	spin_unlock_bh(&rs->lock);
+	return err;
 }
 
 /*
@@ -509,10 +518,13 @@ static void rs_tx_want_consumed(struct rs_sock *rs)
 {
 	if (test_and_set_bit(RS_F_WANT_SENT, &rs->flags))
 		return;
-	if (rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_WANT_CONSUMED, false)) {
+	/* Under rs->lock: the completion that frees a slot tests RS_F_WANT_DUE after taking it. */
+	spin_lock_bh(&rs->lock);
+	if (__rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_WANT_CONSUMED, false)) {
 		clear_bit(RS_F_WANT_SENT, &rs->flags);
 		set_bit(RS_F_WANT_DUE, &rs->flags);
 	}
+	spin_unlock_bh(&rs->lock);
 }
 
 static int rs_tx_wait(struct rs_sock *rs, long *timeo)
@@ -612,6 +624,7 @@ int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 	struct sock *sk = &rs->sk;
 	long timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
 	bool more = rs->cork || (msg->msg_flags & MSG_MORE);
+	u32 gen = rs->conn_gen;
 	size_t copied = 0;
 	int err = 0;
 
@@ -619,6 +632,9 @@ int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 		size_t want;
 
 		err = rs_tx_wait(rs, &timeo);
+		/* Another thread's connect() started over while we waited: not our stream. */
+		if (!err && rs->conn_gen != gen)
+			err = -EPIPE;
 		if (err)
 			break;
 		/* The window can shut again meanwhile (a completion took the last SQ slots). */

@@ -1068,6 +1068,45 @@ TEST_F_TIMEOUT(lone, connect_to_an_absent_host_is_unreachable, 60)
 	ASSERT_EQ(EHOSTUNREACH, errno);
 }
 
+/*
+ * shutdown() while a connect is in progress abandons it, as TCP's inet_shutdown() disconnects a
+ * connecting socket: it returns 0, and the same socket connects elsewhere afterwards.
+ */
+TEST_F_TIMEOUT(lone, shutdown_while_connecting_abandons_the_connect, 60)
+{
+	struct sockaddr_storage ss, ls;
+	socklen_t len = host_addr(variant->af, &ss, 7), llen;
+	int lfd, s, err = -1, fl = fcntl(self->fd, F_GETFL);
+	socklen_t elen = sizeof(err);
+	char b[2];
+
+	if (variant->af == AF_INET)
+		inet_pton(AF_INET, "10.11.0.99", &((struct sockaddr_in *)&ss)->sin_addr);
+	else
+		inet_pton(AF_INET6, "fd11::99", &((struct sockaddr_in6 *)&ss)->sin6_addr);
+	ASSERT_EQ(0, fcntl(self->fd, F_SETFL, fl | O_NONBLOCK));
+	ASSERT_EQ(-1, connect(self->fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(EINPROGRESS, errno);
+	if (variant->carrier == CARRIER_RDMASOCK)	/* still the RDMA attempt */
+		ASSERT_EQ(RDMASOCK_MODE_NONE, rs_getint(self->fd, RDMASOCK_MODE));
+	ASSERT_EQ(0, shutdown(self->fd, SHUT_RDWR));
+	/* The socket is unconnected again: it connects to a listener that is there. */
+	lfd = make_listener(variant->carrier, variant->af, &ls, &llen);
+	ASSERT_LE(0, lfd);
+	if (connect(self->fd, (struct sockaddr *)&ls, llen))
+		ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(POLLOUT, poll_one(self->fd, POLLOUT, 20000) & POLLOUT);
+	ASSERT_EQ(0, getsockopt(self->fd, SOL_SOCKET, SO_ERROR, &err, &elen));
+	ASSERT_EQ(0, err);
+	s = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_TRUE(carried_as_expected(variant->carrier, self->fd));
+	ASSERT_EQ(2, send(self->fd, "ok", 2, 0));
+	ASSERT_EQ(2, recv(s, b, 2, MSG_WAITALL));
+	close(s);
+	close(lfd);
+}
+
 struct storm {
 	int lfd;
 	int n;
