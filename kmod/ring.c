@@ -13,6 +13,7 @@
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <linux/scatterlist.h>
+#include <linux/random.h>
 #include <linux/sched/mm.h>
 #include <net/tcp.h>
 #include "rdmasock.h"
@@ -134,6 +135,13 @@ int rs_ring_alloc(struct rs_ring *ring, struct ib_pd *pd, u32 size, struct sock 
 		err = n < 0 ? n : -EINVAL;
 		goto fail;
 	}
+	/*
+	 * The address the peer writes to is ours to choose (an FRWR MR's iova): a random one per
+	 * ring, page aligned, far above any physical address, instead of the DMA address
+	 * ib_map_mr_sg() put there, which without an IOMMU is the physical one and would tell the
+	 * peer where our memory is.  Both the REG_MR and our own SGEs use it.
+	 */
+	ring->mr->iova = (get_random_u64() & GENMASK_ULL(61, 32) & PAGE_MASK) | BIT_ULL(62);
 	/* A fresh key for every registration: a stale peer can never hit a reused ring. */
 	ib_update_fast_reg_key(ring->mr, ib_inc_rkey(ring->mr->rkey));
 	return 0;

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <signal.h>
 #include <time.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include "lib.h"
 #include "kselftest_harness.h"
@@ -42,6 +43,8 @@ static int run_server(const struct sockaddr_storage *ss, const char *what, pid_t
 		return -1;
 	*pid = fork();
 	if (!*pid) {
+		/* Gone with the test, whichever way it ends: it holds the runner's output pipe. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(p[1], 1);
 		close(p[0]);
 		execl(tool, "hostile_peer", "--listen", addr, port, what, (char *)NULL);
@@ -56,16 +59,22 @@ static int run_server(const struct sockaddr_storage *ss, const char *what, pid_t
 	return 0;
 }
 
-/* A port on the host address that nobody holds now (TCP's ephemeral choice). */
+/*
+ * A port on the host address that nobody holds now, below the ephemeral range (a port there is
+ * the user's own choice, which rdmasock defends in rdma_cm's port space too).
+ */
 static void free_port(struct sockaddr_storage *ss, socklen_t *len)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	for (int i = 0; i < 100; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
 
-	*len = host_addr(AF_INET, ss, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)ss, *len) ||
-	    getsockname(fd, (struct sockaddr *)ss, len))
-		memset(ss, 0, sizeof(*ss));
-	close(fd);
+		*len = host_addr(AF_INET, ss, 20000 + (getpid() * 7 + i * 131) % 10000);
+		ok = fd >= 0 && !bind(fd, (struct sockaddr *)ss, *len);
+		close(fd);
+		if (ok)
+			return;
+	}
+	memset(ss, 0, sizeof(*ss));
 }
 
 static int peer_status(pid_t pid)
@@ -347,6 +356,21 @@ TEST_F_TIMEOUT(once, mutating_peer_rounds, 1800)
 	unsetenv("RDMASOCK_MUTATE_SEED");
 	close(c0);
 	close(s0);
+}
+
+/* The address of our ring that the peer sees is a random virtual one, not where our memory is. */
+TEST_F_TIMEOUT(once, ring_addresses_tell_nothing_physical, 60)
+{
+	for (int i = 0; i < 2; i++) {
+		pid_t pid = run_peer(&self->ss, "ring_addr");
+		int s;
+
+		ASSERT_EQ(0, peer_status(pid));
+		ASSERT_EQ(POLLIN, poll_one(self->lfd, POLLIN, 20000));
+		s = accept(self->lfd, NULL, NULL);
+		ASSERT_LE(0, s);
+		close(s);
+	}
 }
 
 /*
