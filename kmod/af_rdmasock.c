@@ -336,7 +336,7 @@ static int rs_listen(struct socket *sock, int backlog)
 	smp_store_release(&rs->mode, RDMASOCK_MODE_LISTEN);
 	WRITE_ONCE(sk->sk_state, TCP_LISTEN);
 	/* A listen error of a device's own (siw listens on its own TCP socket): TCP only. */
-	if (!rs->force_tcp && (bound || !rs_cm_bind_listener(rs)))
+	if (!rs->force_tcp && !rs_cm_bind_listener(rs))
 		rs_cm_listen(rs, backlog);
 out:
 	release_sock(sk);

@@ -25,6 +25,16 @@ void rs_abort(struct rs_sock *rs, int err)
 	 * Ours, for the whole call: once RS_F_ABORTED is set, a child that rs_cm_request() finds
 	 * aborted loses the reference it had, and this call still has work to do on it.
 	 */
+	/*
+	 * A connect still being set up (our ESTABLISHED, not yet the peer's READY): the failure is
+	 * its outcome, so connect_work falls back to TCP (or reports it), not a reset.
+	 */
+	if (!rs->parent && READ_ONCE(sk->sk_state) == TCP_SYN_SENT &&
+	    READ_ONCE(rs->mode) == RDMASOCK_MODE_NONE) {
+		rs_connect_done(rs, err, err == -EPROTO ? RDMASOCK_REASON_HELLO :
+				RDMASOCK_REASON_RESOURCE);
+		return;
+	}
 	sock_hold(sk);
 	spin_lock_bh(&rs->lock);
 	if (test_and_set_bit(RS_F_ABORTED, &rs->flags)) {
@@ -150,9 +160,10 @@ int rs_shutdown(struct rs_sock *rs, int how)
 	case TCP_SYN_SENT:
 		/*
 		 * As inet_shutdown() disconnects a TCP socket that is connecting: the attempt is
-		 * abandoned (a blocked connect() returns ECONNABORTED), the socket is unconnected.
+		 * abandoned (a blocked connect() returns ECONNRESET), the socket is unconnected.
 		 */
 		rs_teardown_rdma(rs, false);
+		WRITE_ONCE(sk->sk_err, ECONNRESET);	/* as tcp_disconnect() */
 		WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 		rs_wake(sk, EPOLLIN | EPOLLOUT | EPOLLHUP);
 		return 1;

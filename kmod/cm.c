@@ -129,7 +129,7 @@ static void rs_connect_work_arm(struct rs_sock *rs, unsigned long delay)
 		sock_put(&rs->sk);	/* it was pending already, with its reference */
 }
 
-static void rs_connect_done(struct rs_sock *rs, int result, int reason)
+void rs_connect_done(struct rs_sock *rs, int result, int reason)
 {
 	spin_lock_bh(&rs->lock);
 	if (!test_and_set_bit(RS_F_CM_DONE, &rs->flags)) {
@@ -364,6 +364,16 @@ void rs_connect_work(struct work_struct *work)
 	int err, reason;
 
 	lock_sock(sk);
+	/* The bound id of a socket that has done nothing since its device went away. */
+	if (test_bit(RS_F_DEV_GONE, &rs->flags) && sk->sk_state == TCP_CLOSE && !rs->qp &&
+	    !rs->parent) {
+		struct rdma_cm_id *id = xchg(&rs->cm_id, NULL);
+
+		clear_bit(RS_F_DEV_GONE, &rs->flags);
+		if (id)
+			rdma_destroy_id(id);
+		goto out;
+	}
 	if (rs->parent) {
 		/* A child whose client never sent the RTU (rs_cm_request armed this). */
 		if (sk->sk_state == TCP_SYN_RECV)
@@ -447,6 +457,7 @@ int rs_cm_bind(struct rs_sock *rs, struct sockaddr *addr, int len)
 	err = kernel_getsockname(rs->tcp, (struct sockaddr *)&bound);
 	if (err < 0)
 		return err;
+	clear_bit(RS_F_DEV_GONE, &rs->flags);	/* an earlier id's: this one is new */
 	id = rdma_create_id(sock_net(&rs->sk), rs_cm_handler, rs, RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(id))
 		return PTR_ERR(id);
@@ -499,7 +510,6 @@ int rs_cm_bind_listener(struct rs_sock *rs)
 
 	if (rs->cm_id)
 		return 0;
-	clear_bit(RS_F_DEV_GONE, &rs->flags);	/* an earlier id's, long gone */
 	err = rs_cm_bind(rs, NULL, 0);
 	if ((err == -EADDRINUSE || err == -EADDRNOTAVAIL) && rs_cm_port_taken(rs)) {
 		rs_count(sock_net(&rs->sk), RS_CNT_RDMA_PORT_TAKEN);
@@ -559,7 +569,10 @@ static struct rs_sock *rs_child_alloc(struct rs_sock *listener, struct rdma_cm_i
 	child->ka_intvl = READ_ONCE(listener->ka_intvl);
 	child->ka_probes = READ_ONCE(listener->ka_probes);
 #ifdef CONFIG_MEMCG
-	/* As a TCP child: its memory is charged to the listener's cgroup, not the CM's worker. */
+	/*
+	 * Its rings are charged to the listener's cgroup, not to the CM's worker (nobody), from the
+	 * CONNECT_REQUEST on: before accept() there is no other task to charge.
+	 */
 	if (!child->sk.sk_memcg && listener->sk.sk_memcg) {
 		css_get(&listener->sk.sk_memcg->css);
 		child->sk.sk_memcg = listener->sk.sk_memcg;
@@ -637,6 +650,15 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 	/* The client's REQ sets our QP's retry count: 7 would retry for ever (rxe). */
 	if (ev->param.conn.retry_count > RS_RETRY_COUNT) {
 		err = rs_reject_hello(child, id);
+		goto fail;
+	}
+	/*
+	 * The budget must hold both rings now (ours, and the staging ring allocated at the RTU):
+	 * refused here, the client falls back before its connect completes, never after.
+	 */
+	if (!rs_ring_fits(rs_ring_start(child, id->device) +
+			  rs_tx_ring_target(child, id->device, child->peer_ring_size))) {
+		err = -ENOBUFS;	/* rdma_cm rejects the REQ */
 		goto fail;
 	}
 	child->remote_qpn = ev->param.conn.qp_num;
@@ -812,11 +834,8 @@ static int rs_cm_device_removal(struct rs_sock *rs, struct rdma_cm_id *id)
 {
 	int state = READ_ONCE(rs->sk.sk_state);
 
-	/*
-	 * A listener bound to this device's address goes on serving TCP; a socket only bound loses
-	 * its id (listen() or connect() makes another).  Neither is reset.
-	 */
-	if (state == TCP_LISTEN || (state == TCP_CLOSE && !rs->qp)) {
+	/* A listener bound to this device's address goes on serving TCP. */
+	if (state == TCP_LISTEN) {
 		if (cmpxchg(&rs->cm_id, id, NULL) == id)
 			return 1;	/* rdma_cm destroys the id */
 		/* listen() holds it (rs_cm_listen): mark, then try once more. */
@@ -825,6 +844,16 @@ static int rs_cm_device_removal(struct rs_sock *rs, struct rdma_cm_id *id)
 		if (cmpxchg(&rs->cm_id, id, NULL) == id)
 			return 1;
 		return 0;	/* rs_cm_listen() destroys it */
+	}
+	/*
+	 * A socket only bound (no attempt yet) is not reset, and process context owns its id:
+	 * connect_work destroys it under lock_sock if it is still unused then (a listen() or a
+	 * connect() meanwhile destroys it themselves), so the removal does not wait for close().
+	 */
+	if (state == TCP_CLOSE && !rs->qp) {
+		set_bit(RS_F_DEV_GONE, &rs->flags);
+		rs_connect_work_arm(rs, 0);
+		return 0;
 	}
 	rs_connect_done(rs, -ENETUNREACH, RDMASOCK_REASON_NO_DEVICE);
 	rs_abort(rs, -ENETDOWN);

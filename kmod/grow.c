@@ -355,6 +355,8 @@ static void rs_tx_switch_remote(struct rs_sock *rs)
 		if (!err)
 			rs_tx_switched_remote(rs);
 	}
+	if (err == -ENOBUFS || err == -EBUSY)
+		set_bit(RS_F_SWITCH_WAIT, &rs->flags);	/* under rs->lock: a completion clears it */
 	spin_unlock_bh(&rs->lock);
 	if (err && err != -ENOBUFS && err != -EBUSY)
 		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: it is gone */
@@ -396,8 +398,8 @@ void rs_tx_switch(struct rs_sock *rs)
 		return;
 	}
 	if (rs_ring_alloc(&ring, rs->pd, size, &rs->sk)) {
-		/* Decline for good: the peer keeps writing the ring it has, which stays correct. */
-		clear_bit(RS_F_TX_RESIZE, &rs->flags);
+		/* No memory (or budget) for a larger staging ring: the peer's ring, with ours. */
+		rs_tx_switch_remote(rs);
 		return;
 	}
 	rs_ring_reg_wr(&ring, &reg, IB_ACCESS_LOCAL_WRITE);
@@ -413,6 +415,8 @@ void rs_tx_switch(struct rs_sock *rs)
 		if (err == -ENOBUFS || err == -EBUSY)
 			memset(&rs->tx_next, 0, sizeof(rs->tx_next));
 	}
+	if (err == -ENOBUFS || err == -EBUSY)
+		set_bit(RS_F_SWITCH_WAIT, &rs->flags);	/* under rs->lock: a completion clears it */
 	spin_unlock_bh(&rs->lock);
 	if (err == -ENOBUFS || err == -EBUSY)
 		rs_ring_release(rs, &ring);	/* nothing posted: the next write tries again */

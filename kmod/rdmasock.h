@@ -134,7 +134,8 @@ enum rs_flag {
 	RS_F_WANT_DUE,		/* WANT_CONSUMED found the SQ full: the next completion sends it */
 	RS_F_PENDING,		/* child on the listener's pending_q (the listener's lock) */
 	RS_F_READY_SENT,	/* our READY is posted: the peer may write into our ring */
-	RS_F_DEV_GONE,		/* DEVICE_REMOVAL while listen() held the id (cm.c) */
+	RS_F_DEV_GONE,		/* DEVICE_REMOVAL while process context held the id (cm.c) */
+	RS_F_SWITCH_WAIT,	/* a SWITCH found the SQ full: retried after a completion */
 };
 
 struct rs_sock {
@@ -283,6 +284,7 @@ void rs_cm_listener_close(struct rs_sock *rs);
 bool rs_cm_child_unqueue(struct rs_sock *child);
 void rs_connect_work(struct work_struct *work);
 void rs_abort(struct rs_sock *rs, int err);
+void rs_connect_done(struct rs_sock *rs, int result, int reason);
 void rs_peer_ready(struct rs_sock *rs);
 
 /* dev.c */
@@ -309,6 +311,7 @@ void rs_tx_switch(struct rs_sock *rs);
 /* ring.c */
 int rs_ring_alloc(struct rs_ring *ring, struct ib_pd *pd, u32 size, struct sock *sk);
 long rs_ring_pinned_pages(void);
+bool rs_ring_fits(u32 size);
 bool rs_ring_free(struct rs_ring *ring);
 void rs_ring_release(struct rs_sock *rs, struct rs_ring *ring);
 void rs_ring_sync(struct rs_ring *ring, u32 off, u32 len, bool for_cpu);

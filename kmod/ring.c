@@ -31,6 +31,13 @@ static bool rs_pin_charge(unsigned int npages)
 	return true;
 }
 
+/* Would a ring of @size fit the budget now?  (A hint: the allocation itself is what counts.) */
+bool rs_ring_fits(u32 size)
+{
+	return atomic_long_read(&rs_pinned_pages) + (size >> PAGE_SHIFT) <=
+	       READ_ONCE(tcp_prot.sysctl_mem[2]);
+}
+
 /* Pages every ring of every connection pins now (/proc/net/rdmasock_stat). */
 long rs_ring_pinned_pages(void)
 {
@@ -84,7 +91,9 @@ static int rs_ring_pages(struct rs_ring *ring)
 		return -ENOMEM;
 	sg_init_table(ring->sgl, ring->npages);
 	for (i = 0; i < ring->npages; i++) {
-		ring->pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+		/* A ring is worth no reclaim storm or OOM kill: without it we fall back. */
+		ring->pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NORETRY |
+					    __GFP_NOWARN);
 		if (!ring->pages[i])
 			return -ENOMEM;
 		sg_set_page(&ring->sgl[i], ring->pages[i], PAGE_SIZE, 0);

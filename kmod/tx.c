@@ -177,6 +177,7 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		rs_rx_announce(rs, true);	/* a report the fence or a full SQ held back */
 	if (test_and_clear_bit(RS_F_WANT_DUE, &rs->flags))
 		rs_tx_want_consumed(rs);
+	clear_bit(RS_F_SWITCH_WAIT, &rs->flags);	/* a slot is free: a writer may switch */
 	rs->sk.sk_write_space(&rs->sk);
 	wake_up_all(&rs->close_wait);
 }
@@ -527,7 +528,7 @@ static void rs_tx_want_consumed(struct rs_sock *rs)
 	spin_unlock_bh(&rs->lock);
 }
 
-static int rs_tx_wait(struct rs_sock *rs, long *timeo)
+static int rs_tx_wait(struct rs_sock *rs, long *timeo, u32 gen)
 {
 	DEFINE_WAIT_FUNC(wait, woken_wake_function);
 	struct sock *sk = &rs->sk;
@@ -536,6 +537,9 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo)
 
 	for (;;) {
 		err = rs_tx_error(rs);
+		/* Another thread's connect() started over while we waited: not our stream. */
+		if (READ_ONCE(rs->conn_gen) != gen)
+			err = -EPIPE;
 		if (!err)
 			rs_tx_switch(rs);	/* the peer offered a larger ring: take it first */
 		if (err || rs_tx_can_write(rs))
@@ -565,8 +569,11 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo)
 			add_wait_queue(sk_sleep(sk), &wait);
 			waiting = true;
 		}
+		/* (A switch the SQ refused waits for the completion that frees a slot.) */
 		sk_wait_event(sk, timeo, rs_tx_error(rs) || rs_tx_can_write(rs) ||
-			      rs_tx_switch_ready(rs), &wait);
+			      READ_ONCE(rs->conn_gen) != gen ||
+			      (rs_tx_switch_ready(rs) && !test_bit(RS_F_SWITCH_WAIT, &rs->flags)),
+			      &wait);
 	}
 	if (waiting)
 		remove_wait_queue(sk_sleep(sk), &wait);
@@ -631,10 +638,7 @@ int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 	while (copied < len) {
 		size_t want;
 
-		err = rs_tx_wait(rs, &timeo);
-		/* Another thread's connect() started over while we waited: not our stream. */
-		if (!err && rs->conn_gen != gen)
-			err = -EPIPE;
+		err = rs_tx_wait(rs, &timeo, gen);
 		if (err)
 			break;
 		/* The window can shut again meanwhile (a completion took the last SQ slots). */

@@ -239,7 +239,9 @@ static int server_main(void)
 		return 1;
 	if (serve_silent() || serve_lossy())
 		return 1;
-	if (system("rmmod rdmasock"))
+	/* Closed connections finish their teardown in the background: wait for it to end. */
+	if (system("for i in $(seq 150); do [ \"$(cat /sys/module/rdmasock/refcnt)\" = 0 ] && break;"
+		   " sleep 0.1; done; rmmod rdmasock"))
 		return 1;
 	if (serve(AF_INET, PORT_NOMOD))
 		return 1;
