@@ -372,6 +372,11 @@ static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_a
 	err = kernel_accept(rs->tcp, &tcp_child, O_NONBLOCK);
 	if (err)
 		return err;
+	/* A BPF sockmap holds this clone already: we cannot hook it without breaking that. */
+	if (rs_tcp_foreign(tcp_child)) {
+		sock_release(tcp_child);
+		return -ECONNABORTED;
+	}
 	child = rs_alloc_sock(sock_net(&rs->sk), newsock, arg->kern);
 	if (!child) {
 		sock_release(tcp_child);

@@ -35,10 +35,33 @@ MODULE_PARM_DESC(neg_cache_ttl_ms,
 static void (*rs_tcp_default_cb[RS_TCP_NR_CB])(struct sock *sk);
 static DEFINE_SPINLOCK(rs_tcp_default_lock);
 
-/* sk_callback_lock held. */
+/*
+ * Our socket, if @tsk is ours: its pointer with exactly our tag.  A socket our listener cloned
+ * carries none, or another user's (a BPF sockmap's psock, tagged PSOCK|NOCOPY): not ours.
+ * sk_callback_lock held.
+ */
 static struct rs_sock *rs_tcp_owner(struct sock *tsk)
 {
-	return __locked_read_sk_user_data_with_flags(tsk, 0);
+	uintptr_t v = (uintptr_t)rcu_dereference_check(__sk_user_data(tsk),
+						       lockdep_is_held(&tsk->sk_callback_lock));
+
+	if ((v & ~SK_USER_DATA_PTRMASK) != SK_USER_DATA_NOCOPY)
+		return NULL;
+	return (struct rs_sock *)(v & SK_USER_DATA_PTRMASK);
+}
+
+/* Someone else's pointer on @tsk (a sockmap took a clone before accept()): never overwrite it. */
+bool rs_tcp_foreign(struct socket *tcp)
+{
+	struct sock *tsk = tcp->sk;
+	bool foreign;
+	void *data;
+
+	read_lock_bh(&tsk->sk_callback_lock);
+	data = rcu_dereference_check(__sk_user_data(tsk), lockdep_is_held(&tsk->sk_callback_lock));
+	foreign = data && !rs_tcp_owner(tsk);
+	read_unlock_bh(&tsk->sk_callback_lock);
+	return foreign;
 }
 
 static void rs_tcp_default_save(struct sock *tsk)

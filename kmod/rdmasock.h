@@ -371,6 +371,7 @@ void rs_tcp_set_keepalive(struct sock *tsk, bool on);
 int rs_tcp_ensure(struct rs_sock *rs, int family);
 int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int reason);
 void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp);
+bool rs_tcp_foreign(struct socket *tcp);
 void rs_tcp_detach(struct rs_sock *rs);
 void rs_tcp_sync(struct rs_sock *rs);
 bool rs_neg_cache_hit(const struct net *net, const struct sockaddr *addr);
