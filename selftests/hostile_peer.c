@@ -15,7 +15,8 @@
  * resize_long (a RESIZE longer than its buffer: the receive fails).
  * data_before_ready (a WRITE before our READY), early_bad_ctrl (a violation at once, before READY).
  * "ring_addr" checks that the ring address in the kernel's hello is a page-aligned virtual one (an
- * FRWR iova of ours), not a DMA (without an IOMMU: physical) address.
+ * FRWR iova of ours), not a DMA address: without an IOMMU a physical one, and on rxe (a software
+ * device: DMA addresses are kernel virtual addresses) a kernel pointer.
  * "valid" behaves: sends "hello" and expects it echoed.
  * "mutate" (RDMASOCK_MUTATE_SEED, RDMASOCK_MUTATE_STEPS): after a valid set-up, a stream of
  * messages taken from valid traffic (DATA at the right cursor, CONSUMED, READY, FIN, RESIZE,
@@ -422,7 +423,9 @@ int main(int argc, char **argv)
 		return mutate();
 	if (!strcmp(c, "ring_addr")) {	/* the kernel's ring address must say nothing physical */
 		printf("ring_addr: %#llx\n", (unsigned long long)peer_addr);
-		return peer_addr >= 1ULL << 40 && !(peer_addr & 4095) ? 0 : 1;
+		/* Not a physical address (< 2^40 here), not a kernel pointer (rxe's DMA addresses). */
+		return peer_addr >= 1ULL << 40 && peer_addr < 1ULL << 63 && !(peer_addr & 4095) ?
+		       0 : 1;
 	}
 	if (!strcmp(c, "valid"))
 		post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
