@@ -294,8 +294,7 @@ static int rs_listen(struct socket *sock, int backlog)
 {
 	struct rs_sock *rs = rs_sk(sock->sk);
 	struct sock *sk = &rs->sk;
-	bool bound;
-	int err;
+	int err, cm_err;
 
 	lock_sock(sk);
 	err = -EINVAL;
@@ -318,16 +317,18 @@ static int rs_listen(struct socket *sock, int backlog)
 	 * rdma_cm's clients take theirs too) is TCP's choice; if rdma_cm's space has it taken, that
 	 * only costs RDMA (counted).  An address without an RDMA device serves TCP only.
 	 */
-	bound = inet_sk(rs->tcp->sk)->inet_num;
-	if (bound && rs_port_chosen(rs) && !rs->force_tcp &&
-	    rs_cm_bind_listener(rs) == -EADDRINUSE && !sk->sk_reuseport) {
-		err = -EADDRINUSE;
-		goto out;
+	cm_err = rs->force_tcp ? -EPERM : 0;
+	if (!cm_err && inet_sk(rs->tcp->sk)->inet_num && rs_port_chosen(rs)) {
+		cm_err = rs_cm_bind_listener(rs);
+		if (cm_err == -EADDRINUSE && !sk->sk_reuseport) {
+			err = -EADDRINUSE;
+			goto out;
+		}
 	}
 	/* TCP listens on the same port: plain TCP clients are served by this socket too. */
 	err = kernel_listen(rs->tcp, backlog);
 	if (err) {
-		rs_cm_listen_undo(rs);
+		rs_cm_id_drop(rs);
 		goto out;
 	}
 	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
@@ -335,8 +336,10 @@ static int rs_listen(struct socket *sock, int backlog)
 	/* rs->tcp is final: poll may use it once it sees mode LISTEN (rs_accept_ready). */
 	smp_store_release(&rs->mode, RDMASOCK_MODE_LISTEN);
 	WRITE_ONCE(sk->sk_state, TCP_LISTEN);
-	/* A listen error of a device's own (siw listens on its own TCP socket): TCP only. */
-	if (!rs->force_tcp && !rs_cm_bind_listener(rs))
+	/* (Each step once: a refused bind above is not retried.)  A device's own listen error
+	 * (siw listens on its own TCP socket) means TCP only.
+	 */
+	if (!cm_err && !rs_cm_bind_listener(rs))
 		rs_cm_listen(rs, backlog);
 out:
 	release_sock(sk);

@@ -542,8 +542,8 @@ int rs_cm_listen(struct rs_sock *rs, int backlog)
 	return err;
 }
 
-/* listen() failed on the TCP side after the RDMA id listened: no half listener stays. */
-void rs_cm_listen_undo(struct rs_sock *rs)
+/* The socket's id goes (a listen() that failed on the TCP side, a listener that closes). */
+void rs_cm_id_drop(struct rs_sock *rs)
 {
 	struct rdma_cm_id *id = xchg(&rs->cm_id, NULL);
 
@@ -789,11 +789,9 @@ struct rs_sock *rs_cm_accept_ready(struct rs_sock *listener)
  */
 void rs_cm_listener_close(struct rs_sock *rs)
 {
-	struct rdma_cm_id *id = xchg(&rs->cm_id, NULL);
 	struct rs_sock *child;
 
-	if (id)
-		rdma_destroy_id(id);
+	rs_cm_id_drop(rs);
 	spin_lock_bh(&rs->lock);
 	rs->sk.sk_state = TCP_CLOSE;
 	for (;;) {

@@ -277,7 +277,7 @@ void rs_wake(struct sock *sk, __poll_t mask);
 int rs_cm_bind(struct rs_sock *rs, struct sockaddr *addr, int len);
 int rs_cm_listen(struct rs_sock *rs, int backlog);
 int rs_cm_bind_listener(struct rs_sock *rs);
-void rs_cm_listen_undo(struct rs_sock *rs);
+void rs_cm_id_drop(struct rs_sock *rs);
 int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, bool fresh);
 struct rs_sock *rs_cm_accept_ready(struct rs_sock *listener);
 void rs_cm_listener_close(struct rs_sock *rs);
