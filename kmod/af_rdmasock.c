@@ -389,6 +389,7 @@ static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_a
 	newsock->state = SS_CONNECTED;
 	child->mode = RDMASOCK_MODE_TCP;
 	child->reason = RDMASOCK_REASON_PEER_TCP;
+	set_bit(RS_F_TCP_COUNTED, &child->flags);	/* counted here, not again by its callbacks */
 	rs_tcp_attach(child, tcp_child);
 	child->sk.sk_state = TCP_ESTABLISHED;
 	rs_count(sock_net(&rs->sk), RS_CNT_CONN_TCP);

@@ -80,21 +80,25 @@ static bool rs_dev_in_use(struct ib_device *ibdev)
 static void rs_dev_remove(struct ib_device *ibdev, void *client_data)
 {
 	struct rs_dev_gone gone = { .ibdev = ibdev };
+	static unsigned int removals;	/* under rs_dev_lock */
 	struct rs_sock *rs;
 	unsigned int n = 0;
 
 	spin_lock_bh(&rs_dev_lock);
 	list_add(&gone.node, &rs_dev_removing);	/* no socket attaches from here on */
+	removals = removals + 1 ? : 1;
 	list_for_each_entry(rs, &rs_dev_socks, dev_node) {
 		if (rs->ibdev != ibdev)
 			continue;
 		rs_abort(rs, -ENETDOWN);
+		/* In each namespace that had a connection on it (a shared device serves them all). */
+		rs_count_dev_removal(sock_net(&rs->sk), removals);
 		n++;
 	}
+	if (n)
+		rs_count_dev_removal(NULL, removals);
 	spin_unlock_bh(&rs_dev_lock);
 	if (n) {
-		/* RDMA devices live in the initial namespace. */
-		rs_count(&init_net, RS_CNT_DEV_REMOVAL);
 		pr_info("rdmasock: %s going away: resetting %u connection(s)\n",
 			dev_name(&ibdev->dev), n);
 	}

@@ -83,8 +83,14 @@ static void rs_tcp_mirror(struct rs_sock *rs, struct sock *tsk)
 
 	if (err)
 		WRITE_ONCE(rs->sk.sk_err, err);
-	if (rs->mode == RDMASOCK_MODE_TCP)
-		WRITE_ONCE(rs->sk.sk_state, READ_ONCE(tsk->sk_state));
+	if (rs->mode == RDMASOCK_MODE_TCP) {
+		int state = READ_ONCE(tsk->sk_state);
+
+		WRITE_ONCE(rs->sk.sk_state, state);
+		/* A connection is counted once it exists: an attempt that failed is not one. */
+		if (state == TCP_ESTABLISHED && !test_and_set_bit(RS_F_TCP_COUNTED, &rs->flags))
+			rs_count(sock_net(&rs->sk), RS_CNT_CONN_TCP);
+	}
 }
 
 /* Run the TCP socket's own callback, then wake the rdmasock socket's waiters with @mask. */
@@ -295,7 +301,6 @@ int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int
 	/* rs->tcp is final from here on: lockless callers may use it once they see mode TCP. */
 	smp_store_release(&rs->mode, RDMASOCK_MODE_TCP);
 	rs_count_fallback(sock_net(&rs->sk), reason);
-	rs_count(sock_net(&rs->sk), RS_CNT_CONN_TCP);
 	trace_rdmasock_fallback(rs);
 	rs_tcp_sync(rs);
 	err = kernel_connect(rs->tcp, addr, len, O_NONBLOCK);

@@ -136,6 +136,7 @@ enum rs_flag {
 	RS_F_READY_SENT,	/* our READY is posted: the peer may write into our ring */
 	RS_F_DEV_GONE,		/* DEVICE_REMOVAL while process context held the id (cm.c) */
 	RS_F_SWITCH_WAIT,	/* a SWITCH found the SQ full: retried after a completion */
+	RS_F_TCP_COUNTED,	/* TCP mode: counted in connections_tcp (once established) */
 };
 
 struct rs_sock {
@@ -165,10 +166,12 @@ struct rs_sock {
 	struct rs_ring tx_next;		/* staging for the peer's RESIZE, until SWITCH is posted */
 	struct rs_resize *resize_buf;	/* the one receive buffer: RESIZE's payload lands here */
 	u64 resize_dma;
-	u64 peer_next_addr;		/* the peer's RESIZE, until we switch */
-	u32 peer_next_rkey;
-	u32 peer_next_size;
-	u32 tx_old_seq;			/* SWITCH's WR: tx_old is free once it completed */
+	struct_group(conn_next,		/* zeroed together by rs_conn_reset() */
+		u64 peer_next_addr;	/* the peer's RESIZE, until we switch */
+		u32 peer_next_rkey;
+		u32 peer_next_size;
+		u32 tx_old_seq;		/* SWITCH's WR: tx_old is free once it completed */
+	);
 	/* A REG_MR and its message, posted once the send queue is empty (RS_F_SQ_FENCE). */
 	struct ib_reg_wr fence_reg;
 	struct ib_send_wr fence_msg;
@@ -181,10 +184,12 @@ struct rs_sock {
 	struct rs_txctx *txc;		/* sq_depth entries */
 	struct ib_cqe recv_cqe;
 	struct ib_cqe reg_cqe;
-	u64 peer_ring_addr;
-	u32 peer_rkey;
-	u32 peer_ring_size;		/* the ring we write into, the peer's choice */
-	u32 remote_qpn;
+	struct_group(conn_peer,		/* zeroed together by rs_conn_reset() */
+		u64 peer_ring_addr;
+		u32 peer_rkey;
+		u32 peer_ring_size;	/* the ring we write into, the peer's choice */
+		u32 remote_qpn;
+	);
 	u32 local_qpn;			/* rs->qp's number, for /proc and tracepoints */
 	bool pd_pinned;			/* an MR could not be deregistered: never free the PD */
 	bool tcp_final;			/* mode was TCP or LISTEN: rs->tcp stays until release() */
@@ -205,27 +210,31 @@ struct rs_sock {
 	 * because the completion handlers (softirq) move rx_prod, tx_acked and sq_done.
 	 */
 	spinlock_t lock;
-	u64 rx_base;			/* stream position of rx's offset 0 */
-	u64 rx_switch;			/* RS_F_RX_SWITCHED: first byte in rx_next */
-	u64 tx_base;			/* stream position of the peer ring's offset 0 */
-	u64 tx_lbase;			/* stream position of the staging ring's offset 0 */
-	u64 rx_prod;			/* bytes the peer has placed in rx */
-	u64 rx_cons;			/* bytes the reader has consumed */
-	u64 rx_announced;		/* consumption last told to the peer */
-	u64 tx_staged;			/* bytes copied into the staging ring (>= tx_prod) */
-	u64 tx_prod;			/* bytes placed in the peer's ring */
-	u64 tx_acked;			/* bytes the peer says it consumed */
-	u32 sq_posted;			/* WRs posted */
-	u32 sq_done;			/* WRs known complete */
-	u32 tx_marker;			/* seq of the signaled WRITE autocork waits for */
+	struct_group(conn_cursors,	/* zeroed together by rs_conn_reset() */
+		u64 rx_base;		/* stream position of rx's offset 0 */
+		u64 rx_switch;		/* RS_F_RX_SWITCHED: first byte in rx_next */
+		u64 tx_base;		/* stream position of the peer ring's offset 0 */
+		u64 tx_lbase;		/* stream position of the staging ring's offset 0 */
+		u64 rx_prod;		/* bytes the peer has placed in rx */
+		u64 rx_cons;		/* bytes the reader has consumed */
+		u64 rx_announced;	/* consumption last told to the peer */
+		u64 tx_staged;		/* bytes copied into the staging ring (>= tx_prod) */
+		u64 tx_prod;		/* bytes placed in the peer's ring */
+		u64 tx_acked;		/* bytes the peer says it consumed */
+		u32 sq_posted;		/* WRs posted */
+		u32 sq_done;		/* WRs known complete */
+		u32 tx_marker;		/* seq of the signaled WRITE autocork waits for */
+	);
 	unsigned long flags;		/* enum rs_flag */
 	int cm_result;			/* outcome of an active connect */
 	unsigned int busy_tries;	/* connects a busy listener turned away */
 
 	/* Statistics. */
-	u64 bytes_sent;
-	u64 bytes_received;
-	u64 proto_errors;
+	struct_group(conn_stats,	/* zeroed together by rs_conn_reset() */
+		u64 bytes_sent;
+		u64 bytes_received;
+		u64 proto_errors;
+	);
 
 	/* Listener side (cm.c). */
 	struct rs_sock *parent;
@@ -405,6 +414,7 @@ static inline void rs_count(struct net *net, enum rs_counter c)
 }
 
 void rs_count_fallback(struct net *net, int reason);
+void rs_count_dev_removal(struct net *net, unsigned int removal);
 void rs_count_wc_error(struct net *net, enum ib_wc_status status);
 void rs_proc_add(struct rs_sock *rs);
 void rs_proc_del(struct rs_sock *rs);

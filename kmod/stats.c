@@ -23,6 +23,7 @@ struct rs_counters {
 
 struct rs_net {
 	struct rs_counters __percpu *cnt;
+	unsigned int dev_removal;	/* the last removal counted here (rs_count_dev_removal) */
 };
 
 #define RS_PROC_HEADER \
@@ -91,6 +92,25 @@ void rs_count_wc_error(struct net *net, enum ib_wc_status status)
 {
 	if (status != IB_WC_WR_FLUSH_ERR && status <= IB_WC_GENERAL_ERR)
 		rs_count(net, RS_CNT_WC_ERR + status);
+}
+
+/*
+ * Device removal number @removal (never 0) reset a connection in @net: counted once in each
+ * namespace it reached and once globally (@net NULL).  The caller serialises removals.
+ */
+void rs_count_dev_removal(struct net *net, unsigned int removal)
+{
+	struct rs_net *rsn;
+
+	if (!net) {
+		this_cpu_inc(rs_global->v[RS_CNT_DEV_REMOVAL]);
+		return;
+	}
+	rsn = net_generic(net, rs_net_id);
+	if (rsn->dev_removal == removal)
+		return;
+	rsn->dev_removal = removal;
+	this_cpu_inc(rsn->cnt->v[RS_CNT_DEV_REMOVAL]);
 }
 
 static u64 rs_counter_sum(struct rs_counters __percpu *cnt, unsigned int c)

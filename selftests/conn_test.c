@@ -4,6 +4,7 @@
  * data both ways, then all close; for rdmasock each must be in RDMA mode, and the registered ring
  * memory per connection is reported.  Rings are kept at their minimum (SO_RCVBUF 0 gives 16 KiB)
  * so that a 1 GiB guest holds them all (37 s with boot on 6.12).  TCP runs the same as the oracle.
+ * And short connections, one after another, that write and close at once.
  */
 #define _GNU_SOURCE
 #include <sys/resource.h>
@@ -92,6 +93,38 @@ TEST_F_TIMEOUT(many, all_open_at_once_and_carry_data, 900)
 		close(self->sfd[i]);
 	}
 	close(lfd);
+}
+
+/*
+ * Short connections that write and close at once, in turns from each end: the other end gets every
+ * byte, then EOF, never a reset.  (The peer's DISCONNECTED may be handled before its FIN's
+ * completion is polled: the FIN decides, so the close stays graceful.)  RDMASOCK_CLOSE_ROUNDS.
+ */
+TEST_F_TIMEOUT(many, write_then_close_gives_all_bytes_then_eof, 900)
+{
+	int rounds = getenv("RDMASOCK_CLOSE_ROUNDS") ? atoi(getenv("RDMASOCK_CLOSE_ROUNDS")) : 200;
+	static unsigned char out[8192], in[8192 + 1];
+	for (int r = 0; r < rounds; r++) {
+		int fd[2], w = r % 2, n;
+		ssize_t got = 0;
+
+		ASSERT_EQ(0, make_pair(variant->carrier, AF_INET, &fd[0], &fd[1]));
+		ASSERT_TRUE(carried_as_expected(variant->carrier, fd[0]));
+		for (int k = 0; k < (int)sizeof(out); k++)
+			out[k] = pattern_byte(k, r);
+		ASSERT_EQ(0, write_all(fd[w], out, sizeof(out)));
+		close(fd[w]);
+		/* Read only once the writer's close arrived: its data and its FIN are both here. */
+		ASSERT_NE(0, poll_one(fd[!w], POLLRDHUP, 20000));
+		while ((n = recv(fd[!w], in + got, sizeof(in) - got, 0)) > 0)
+			got += n;
+		ASSERT_EQ(0, n) {
+			TH_LOG("round %d: errno %d after %zd bytes", r, errno, got);
+		}
+		ASSERT_EQ((ssize_t)sizeof(out), got);
+		ASSERT_EQ(0, memcmp(in, out, sizeof(out)));
+		close(fd[!w]);
+	}
 }
 
 TEST_HARNESS_MAIN

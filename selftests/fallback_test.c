@@ -208,6 +208,41 @@ TEST_F(fb, force_tcp)
 	close(c);
 }
 
+/* connections_tcp counts connections: a TCP connect that is refused is a fallback, not one. */
+TEST_F(fb, connections_tcp_counts_connections_not_attempts)
+{
+	long long conns = rs_counter("connections_tcp");
+	long long forced = rs_counter("fallback_forced");
+	struct sockaddr_storage gone;
+	socklen_t glen;
+	int c, s, one = 1;
+
+	/* A port nobody listens on any more. */
+	self->lfd = make_listener(CARRIER_TCP, variant->af, &gone, &glen);
+	ASSERT_LE(0, self->lfd);
+	close(self->lfd);
+	c = rs_socket();
+	ASSERT_EQ(0, setsockopt(c, SOL_RDMASOCK, RDMASOCK_FORCE_TCP, &one, sizeof(one)));
+	ASSERT_EQ(-1, connect(c, (struct sockaddr *)&gone, glen));
+	ASSERT_EQ(ECONNREFUSED, errno);
+	close(c);
+	ASSERT_EQ(forced + 1, rs_counter("fallback_forced"));
+	ASSERT_EQ(conns, rs_counter("connections_tcp"));
+
+	/* One that succeeds: the client counts it; a plain TCP listener counts nothing. */
+	self->lfd = make_listener(CARRIER_TCP, variant->af, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
+	c = rs_socket();
+	ASSERT_EQ(0, setsockopt(c, SOL_RDMASOCK, RDMASOCK_FORCE_TCP, &one, sizeof(one)));
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, exchange(c, s));
+	close(s);
+	close(c);
+	ASSERT_EQ(conns + 1, rs_counter("connections_tcp"));
+}
+
 TEST_F(fb, nonblocking_connect_falls_back_through_poll)
 {
 	int c, s, err;

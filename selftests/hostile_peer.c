@@ -30,6 +30,12 @@
  * A user-space rdma_cm listener on ADDR:PORT.  "hold" only listens (prints "listening", then waits
  * to be killed): it holds the port in rdma_cm's port space.  "data_before_ready" accepts a kernel
  * client with a valid hello, WRITEs into its ring and never sends READY.
+ *   hostile_peer --half-open ADDR PORT N
+ *
+ * N connection requests with valid hellos (each announcing a 4 MiB ring) that are never completed:
+ * each id has its own event channel and none is ever read, so librdmacm never answers the kernel's
+ * REP with the RTU.  Once every channel holds its answer (REP, or the busy REJ) it prints
+ * "answered K", then waits to be killed: the ids go with the process.
  * Exit status: 0 when the kernel reacted as expected (reject, or the QP/connection went down).
  */
 #define _GNU_SOURCE
@@ -38,6 +44,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,6 +349,70 @@ static int serve(const char *addr, const char *port, const char *c)
 	return dropped ? 0 : 1;
 }
 
+/* --half-open: see the top of this file. */
+static int half_open(const char *addr, const char *port, int n)
+{
+	struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 },
+				       .qp_type = IBV_QPT_RC };
+	struct rdma_conn_param param = { .retry_count = 6, .rnr_retry_count = 7 };
+	struct pollfd pfd[64];
+	struct addrinfo *ai;
+	struct hello h;
+	int answered = 0;
+
+	if (n < 1 || n > 64 || getaddrinfo(addr, port, NULL, &ai))
+		return 2;
+	for (int i = 0; i < n; i++) {
+		ch = rdma_create_event_channel();
+		if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+			die("create id");
+		if (rdma_resolve_addr(id, NULL, ai->ai_addr, 2000))
+			die("resolve addr");
+		rdma_ack_cm_event(wait_event(RDMA_CM_EVENT_ADDR_RESOLVED));
+		if (rdma_resolve_route(id, 2000))
+			die("resolve route");
+		rdma_ack_cm_event(wait_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
+		if (!pd) {
+			pd = ibv_alloc_pd(id->verbs);
+			cq = ibv_create_cq(id->verbs, 256, NULL, NULL, 0);
+			ring = aligned_alloc(4096, RING);
+			mr = pd && ring ? ibv_reg_mr(pd, ring, RING, IBV_ACCESS_LOCAL_WRITE |
+						     IBV_ACCESS_REMOTE_WRITE) : NULL;
+			if (!cq || !mr)
+				die("resources");
+		}
+		qa.send_cq = qa.recv_cq = cq;
+		if (rdma_create_qp(id, pd, &qa))
+			die("create qp");
+		hello_valid(&h);
+		h.ring_size = htobe32(4 << 20);	/* what an old kernel would stage for us at once */
+		param.private_data = &h;
+		param.private_data_len = sizeof(h);
+		if (rdma_connect(id, &param))
+			die("connect");
+		pfd[i] = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
+	}
+	/* Readable: the answer is queued (and stays there: reading a REP would send the RTU). */
+	for (int t = 0; t < 200 && answered < n; t++) {
+		if (poll(pfd, n, 100) < 0)
+			die("poll");
+		for (int i = 0; i < n; i++) {
+			if (pfd[i].fd >= 0 && (pfd[i].revents & POLLIN)) {
+				pfd[i].fd = -1;		/* answered: poll ignores it from now on */
+				answered++;
+			}
+		}
+	}
+	for (int i = 0; i < n && answered < n; i++)
+		if (pfd[i].fd >= 0)
+			fprintf(stderr, "hostile_peer: request %d: no answer\n", i);
+	printf("answered %d\n", answered);
+	fflush(stdout);
+	pause();
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct rdma_conn_param param = { .retry_count = 6, .rnr_retry_count = 7 };
@@ -353,6 +424,8 @@ int main(int argc, char **argv)
 
 	if (argc == 5 && !strcmp(argv[1], "--listen"))
 		return serve(argv[2], argv[3], argv[4]);
+	if (argc == 5 && !strcmp(argv[1], "--half-open"))
+		return half_open(argv[2], argv[3], atoi(argv[4]));
 	if (argc != 4)
 		return 2;
 	c = argv[3];

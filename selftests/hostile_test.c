@@ -29,8 +29,13 @@ static pid_t run_peer(const struct sockaddr_storage *ss, const char *what)
 	return pid;
 }
 
-/* hostile_peer --listen on @ss: returns once it listens (its pid in *pid), or -1. */
-static int run_server(const struct sockaddr_storage *ss, const char *what, pid_t *pid)
+/*
+ * hostile_peer with @mode (--listen, --half-open) and @arg on @ss, its output on a pipe: returns 0
+ * once its first line is @want (its pid in *pid), or -1.  It dies with the test (it would hold the
+ * runner's output pipe), however the test ends.
+ */
+static int spawn_peer(const struct sockaddr_storage *ss, const char *mode, const char *arg,
+		      const char *want, pid_t *pid)
 {
 	char addr[INET_ADDRSTRLEN], port[8], tool[512], line[64] = "";
 	int p[2];
@@ -43,20 +48,75 @@ static int run_server(const struct sockaddr_storage *ss, const char *what, pid_t
 		return -1;
 	*pid = fork();
 	if (!*pid) {
-		/* Gone with the test, whichever way it ends: it holds the runner's output pipe. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(p[1], 1);
 		close(p[0]);
-		execl(tool, "hostile_peer", "--listen", addr, port, what, (char *)NULL);
+		execl(tool, "hostile_peer", mode, addr, port, arg, (char *)NULL);
 		_exit(4);
 	}
 	close(p[1]);
 	f = fdopen(p[0], "r");
-	if (!f || !fgets(line, sizeof(line), f) || strcmp(line, "listening\n")) {
+	if (!f || !fgets(line, sizeof(line), f) || strcmp(line, want)) {
+		fprintf(stderr, "# hostile_peer %s %s said \"%s\"\n", mode, arg, line);
 		kill(*pid, SIGKILL);
+		waitpid(*pid, NULL, 0);
+		if (f)
+			fclose(f);
 		return -1;
 	}
+	/* Left open: the peer may print more, and must not get SIGPIPE for it. */
 	return 0;
+}
+
+/* hostile_peer --listen on @ss: returns once it listens (its pid in *pid), or -1. */
+static int run_server(const struct sockaddr_storage *ss, const char *what, pid_t *pid)
+{
+	return spawn_peer(ss, "--listen", what, "listening\n", pid);
+}
+
+/* Sockets in /proc/net/rdmasock on local port @port in state @st (as it shows it: "03"). */
+static int table_count(unsigned short port, const char *st)
+{
+	char line[512], local[80], remote[80], state[8];
+	FILE *f = fopen("/proc/net/rdmasock", "r");
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *colon;
+
+		if (sscanf(line, "%*s %79s %79s %7s", local, remote, state) != 3)
+			continue;
+		colon = strrchr(local, ':');
+		n += colon && atoi(colon + 1) == port && !strcmp(state, st);
+	}
+	fclose(f);
+	return n;
+}
+
+static long pinned(void)
+{
+	return rs_counter("ring_pages_pinned");
+}
+
+/*
+ * A listener on the host address with @backlog, on port @port (0: TCP's choice, which a stopped
+ * listener gives back, as TCP's; a port of the user's stays bound).
+ */
+static int small_listener(struct sockaddr_storage *ss, socklen_t *len, unsigned short port,
+			  int backlog)
+{
+	int lfd = socket(rs_family_number(), SOCK_STREAM, 0), one = 1;
+
+	*len = host_addr(AF_INET, ss, port);
+	if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(lfd, (struct sockaddr *)ss, *len) || listen(lfd, backlog) ||
+	    getsockname(lfd, (struct sockaddr *)ss, len)) {
+		close(lfd);
+		return -1;
+	}
+	return lfd;
 }
 
 /*
@@ -412,6 +472,105 @@ TEST_F_TIMEOUT(once, rdma_port_held_by_another_listener, 120)
 	close(c);
 	close(s);
 	close(fd);
+}
+
+#define SYN_RECV	"03"	/* TCP_SYN_RECV as /proc/net/rdmasock shows it */
+
+/*
+ * Connection requests that never complete (no RTU: a client that vanished, or an attack): at most
+ * backlog + 1 children wait, each pinning only our 16 KiB receive ring (never the ring the client
+ * announced), none reaches accept(), and the RTU timer reaps them while the client still holds its
+ * ids; the backlog then serves an honest client over RDMA at once.
+ */
+TEST_F_TIMEOUT(once, half_open_requests_are_bounded_and_reaped, 180)
+{
+	long long busy = rs_counter("fallback_peer_busy");
+	const int backlog = 2, reqs = 12, page_kib = getpagesize() / 1024;
+	struct sockaddr_storage ss;
+	int lfd, c, s, n, i;
+	socklen_t len;
+	long base;
+	char buf[2];
+	pid_t pid;
+
+	lfd = small_listener(&ss, &len, 0, backlog);
+	ASSERT_LE(0, lfd);
+	/* Earlier tests' rings go back in the background: let them, or they move the gauge. */
+	for (i = 0; i < 3000 && pinned() > 0; i++)
+		poll_one(-1, 0, 10);
+	base = pinned();
+	ASSERT_EQ(0, spawn_peer(&ss, "--half-open", "12", "answered 12\n", &pid));
+	n = table_count(addr_port(&ss), SYN_RECV);
+	TH_LOG("%d of %d requests wait for their RTU, %ld ring pages pinned (%ld before)", n, reqs,
+	       pinned(), base);
+	ASSERT_LE(1, n);
+	ASSERT_GE(backlog + 1, n);
+	ASSERT_GE(base + n * 16 / page_kib, pinned());
+	ASSERT_EQ(0, poll_one(lfd, POLLIN, 0));
+	/* Reaped by the RTU timer, not by the client (alive, its ids open). */
+	for (i = 0; i < 600 && (table_count(addr_port(&ss), SYN_RECV) || pinned() > base); i++)
+		poll_one(-1, 0, 100);
+	TH_LOG("reaped after about %d ms", i * 100);
+	ASSERT_EQ(0, table_count(addr_port(&ss), SYN_RECV));
+	ASSERT_GE(base, pinned());
+	ASSERT_EQ(0, kill(pid, 0));
+	ASSERT_EQ(0, poll_one(lfd, POLLIN, 0));
+	c = socket(rs_family_number(), SOCK_STREAM, 0);
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+	s = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(busy, rs_counter("fallback_peer_busy"));
+	ASSERT_EQ(2, send(c, "ok", 2, 0));
+	ASSERT_EQ(2, recv(s, buf, 2, MSG_WAITALL));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(c);
+	close(s);
+	close(lfd);
+}
+
+/*
+ * The listener stops (SHUT_RD) while its waiting children fail (the client's process dies: its
+ * ids send REJs): each child leaves the queue once, the count stays right, and the same socket
+ * listens again and serves RDMA, not BUSY.  Rounds with jitter between the two.
+ */
+TEST_F_TIMEOUT(once, listener_stop_races_failing_children, 600)
+{
+	long long busy = rs_counter("fallback_peer_busy");
+	struct sockaddr_storage ss;
+	int lfd, c, s;
+	socklen_t len;
+	char buf[2];
+	pid_t pid;
+
+	srand(getpid());
+	free_port(&ss, &len);
+	ASSERT_NE(0, addr_port(&ss));
+	lfd = small_listener(&ss, &len, addr_port(&ss), 2);
+	ASSERT_LE(0, lfd);
+	for (int round = 0; round < 12; round++) {
+		TH_LOG("round %d: %d waiting before", round, table_count(addr_port(&ss), SYN_RECV));
+		ASSERT_EQ(0, spawn_peer(&ss, "--half-open", "3", "answered 3\n", &pid));
+		ASSERT_LE(1, table_count(addr_port(&ss), SYN_RECV));
+		kill(pid, SIGKILL);
+		if (round % 3)
+			usleep(rand() % 20000);	/* jitter: the REJs land before, during, after */
+		ASSERT_EQ(0, shutdown(lfd, SHUT_RD));
+		waitpid(pid, NULL, 0);
+		ASSERT_EQ(0, listen(lfd, 2));
+		c = socket(rs_family_number(), SOCK_STREAM, 0);
+		ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+		s = accept(lfd, NULL, NULL);
+		ASSERT_LE(0, s);
+		ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+		ASSERT_EQ(2, send(c, "ok", 2, 0));
+		ASSERT_EQ(2, recv(s, buf, 2, MSG_WAITALL));
+		close(c);
+		close(s);
+	}
+	ASSERT_EQ(busy, rs_counter("fallback_peer_busy"));
+	close(lfd);
 }
 
 TEST_HARNESS_MAIN
