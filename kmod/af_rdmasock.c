@@ -210,6 +210,9 @@ static int rs_connect_tcp(struct rs_sock *rs, struct sockaddr *addr, int len, in
 	    READ_ONCE(rs->tcp->sk->sk_state) == TCP_SYN_SENT)
 		return -EINPROGRESS;
 	rs_tcp_sync(rs);
+	/* A connection that ended: TCP may make another on this socket, counted in its turn. */
+	if (READ_ONCE(rs->tcp->sk->sk_state) == TCP_CLOSE)
+		clear_bit(RS_F_TCP_COUNTED, &rs->flags);
 	release_sock(&rs->sk);
 	err = rs->tcp->ops->connect(rs->tcp, addr, len, flags);
 	lock_sock(&rs->sk);
@@ -389,10 +392,19 @@ static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_a
 	newsock->state = SS_CONNECTED;
 	child->mode = RDMASOCK_MODE_TCP;
 	child->reason = RDMASOCK_REASON_PEER_TCP;
-	set_bit(RS_F_TCP_COUNTED, &child->flags);	/* counted here, not again by its callbacks */
+	/*
+	 * The state as TCP's, then mirrored by the callbacks.  Under the TCP socket's lock, no
+	 * change of state comes between reading it and hooking them.  Counted here, unless the
+	 * handshake is still to complete (a Fast Open child): then its callback counts it.
+	 */
+	lock_sock(tcp_child->sk);
+	child->sk.sk_state = tcp_child->sk->sk_state;
+	if (child->sk.sk_state != TCP_SYN_RECV) {
+		set_bit(RS_F_TCP_COUNTED, &child->flags);
+		rs_count(sock_net(&rs->sk), RS_CNT_CONN_TCP);
+	}
 	rs_tcp_attach(child, tcp_child);
-	child->sk.sk_state = TCP_ESTABLISHED;
-	rs_count(sock_net(&rs->sk), RS_CNT_CONN_TCP);
+	release_sock(tcp_child->sk);
 	rs_count_fallback(sock_net(&rs->sk), RDMASOCK_REASON_PEER_TCP);
 	trace_rdmasock_accept(child);
 	return 0;

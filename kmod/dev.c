@@ -91,7 +91,7 @@ static void rs_dev_remove(struct ib_device *ibdev, void *client_data)
 		if (rs->ibdev != ibdev)
 			continue;
 		rs_abort(rs, -ENETDOWN);
-		/* In each namespace that had a connection on it (a shared device serves them all). */
+		/* In each namespace that had one on it (a shared device serves them all). */
 		rs_count_dev_removal(sock_net(&rs->sk), removals);
 		n++;
 	}

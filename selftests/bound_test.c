@@ -87,20 +87,9 @@ struct stream {
 static void *writer(void *p)
 {
 	struct stream *st = p;
-	static char buf[32768];
-	size_t sent = 0;
 
-	while (sent < st->len) {
-		size_t n = st->len - sent < sizeof(buf) ? st->len - sent : sizeof(buf);
-
-		for (size_t i = 0; i < n; i++)
-			buf[i] = pattern_byte(sent + i, 11);
-		if (write_all(st->fd, buf, n)) {
-			st->err = errno;
-			break;
-		}
-		sent += n;
-	}
+	if (write_pattern(st->fd, st->len, 11))
+		st->err = errno;
 	return NULL;
 }
 

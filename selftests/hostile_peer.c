@@ -349,6 +349,20 @@ static int serve(const char *addr, const char *port, const char *c)
 	return dropped ? 0 : 1;
 }
 
+/* A new event channel and id (ch, id), its address and route resolved towards @ai. */
+static void resolve(const struct addrinfo *ai)
+{
+	ch = rdma_create_event_channel();
+	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+		die("create id");
+	if (rdma_resolve_addr(id, NULL, ai->ai_addr, 2000))
+		die("resolve addr");
+	rdma_ack_cm_event(wait_event(RDMA_CM_EVENT_ADDR_RESOLVED));
+	if (rdma_resolve_route(id, 2000))
+		die("resolve route");
+	rdma_ack_cm_event(wait_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
+}
+
 /* --half-open: see the top of this file. */
 static int half_open(const char *addr, const char *port, int n)
 {
@@ -364,15 +378,7 @@ static int half_open(const char *addr, const char *port, int n)
 	if (n < 1 || n > 64 || getaddrinfo(addr, port, NULL, &ai))
 		return 2;
 	for (int i = 0; i < n; i++) {
-		ch = rdma_create_event_channel();
-		if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
-			die("create id");
-		if (rdma_resolve_addr(id, NULL, ai->ai_addr, 2000))
-			die("resolve addr");
-		rdma_ack_cm_event(wait_event(RDMA_CM_EVENT_ADDR_RESOLVED));
-		if (rdma_resolve_route(id, 2000))
-			die("resolve route");
-		rdma_ack_cm_event(wait_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
+		resolve(ai);
 		if (!pd) {
 			pd = ibv_alloc_pd(id->verbs);
 			cq = ibv_create_cq(id->verbs, 256, NULL, NULL, 0);
@@ -431,15 +437,7 @@ int main(int argc, char **argv)
 	c = argv[3];
 	if (getaddrinfo(argv[1], argv[2], NULL, &ai))
 		die("getaddrinfo");
-	ch = rdma_create_event_channel();
-	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
-		die("create id");
-	if (rdma_resolve_addr(id, NULL, ai->ai_addr, 2000))
-		die("resolve addr");
-	rdma_ack_cm_event(wait_event(RDMA_CM_EVENT_ADDR_RESOLVED));
-	if (rdma_resolve_route(id, 2000))
-		die("resolve route");
-	rdma_ack_cm_event(wait_event(RDMA_CM_EVENT_ROUTE_RESOLVED));
+	resolve(ai);
 	resources();
 	hello_valid(&h);
 	if (!strcmp(c, "hello_magic"))

@@ -157,6 +157,24 @@ static inline int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+/* Write @len bytes of pattern @seed (stream positions 0 on); -1 with errno set on an error. */
+static inline int write_pattern(int fd, size_t len, unsigned int seed)
+{
+	unsigned char buf[32768];
+	size_t done = 0;
+
+	while (done < len) {
+		size_t n = len - done < sizeof(buf) ? len - done : sizeof(buf);
+
+		for (size_t i = 0; i < n; i++)
+			buf[i] = pattern_byte(done + i, seed);
+		if (write_all(fd, buf, n))
+			return -1;
+		done += n;
+	}
+	return 0;
+}
+
 /* Read exactly @len bytes (0 on success, -1 on error or early EOF). */
 static inline int read_all(int fd, void *buf, size_t len)
 {

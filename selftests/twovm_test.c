@@ -451,19 +451,10 @@ struct echo_check {
 static void *echo_writer(void *p)
 {
 	struct echo_check *e = p;
-	unsigned char buf[40000];
-	size_t done = 0;
 
-	while (done < e->len) {
-		size_t n = e->len - done < sizeof(buf) ? e->len - done : sizeof(buf);
-
-		for (size_t i = 0; i < n; i++)
-			buf[i] = pattern_byte(done + i, 5);
-		if (write_all(e->fd, buf, n)) {
-			e->err = errno;
-			return NULL;
-		}
-		done += n;
+	if (write_pattern(e->fd, e->len, 5)) {
+		e->err = errno;
+		return NULL;
 	}
 	shutdown(e->fd, SHUT_WR);
 	return NULL;
