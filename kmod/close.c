@@ -15,26 +15,35 @@
 
 #define RS_CLOSE_TIMEOUT	(10 * HZ)
 
-/* A fatal error on the connection, from any context.  The first error wins. */
+/*
+ * A connect() still being set up (our ESTABLISHED, not yet the peer's READY) fails: that is its
+ * outcome, so connect_work falls back to TCP (or reports it), not a reset.  True if it was one.
+ */
+static bool rs_fail_connecting(struct rs_sock *rs, int err)
+{
+	if (rs->parent || READ_ONCE(rs->sk.sk_state) != TCP_SYN_SENT ||
+	    READ_ONCE(rs->mode) != RDMASOCK_MODE_NONE)
+		return false;
+	rs_connect_done(rs, err, err == -EPROTO ? RDMASOCK_REASON_HELLO :
+			RDMASOCK_REASON_RESOURCE);
+	return true;
+}
+
+/*
+ * A fatal error on the connection, from any context but hard IRQ: a connect's outcome while it is
+ * set up, else a reset, as TCP's.  The first error wins.
+ */
 void rs_abort(struct rs_sock *rs, int err)
 {
 	struct sock *sk = &rs->sk;
 	bool unqueued;
 
+	if (rs_fail_connecting(rs, err))
+		return;
 	/*
 	 * Ours, for the whole call: once RS_F_ABORTED is set, a child that rs_cm_request() finds
 	 * aborted loses the reference it had, and this call still has work to do on it.
 	 */
-	/*
-	 * A connect still being set up (our ESTABLISHED, not yet the peer's READY): the failure is
-	 * its outcome, so connect_work falls back to TCP (or reports it), not a reset.
-	 */
-	if (!rs->parent && READ_ONCE(sk->sk_state) == TCP_SYN_SENT &&
-	    READ_ONCE(rs->mode) == RDMASOCK_MODE_NONE) {
-		rs_connect_done(rs, err, err == -EPROTO ? RDMASOCK_REASON_HELLO :
-				RDMASOCK_REASON_RESOURCE);
-		return;
-	}
 	sock_hold(sk);
 	spin_lock_bh(&rs->lock);
 	if (test_and_set_bit(RS_F_ABORTED, &rs->flags)) {

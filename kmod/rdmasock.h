@@ -166,6 +166,7 @@ struct rs_sock {
 	struct rs_ring tx_next;		/* staging for the peer's RESIZE, until SWITCH is posted */
 	struct rs_resize *resize_buf;	/* the one receive buffer: RESIZE's payload lands here */
 	u64 resize_dma;
+
 	struct_group(conn_next,		/* zeroed together by rs_conn_reset() */
 		u64 peer_next_addr;	/* the peer's RESIZE, until we switch */
 		u32 peer_next_rkey;
@@ -184,6 +185,7 @@ struct rs_sock {
 	struct rs_txctx *txc;		/* sq_depth entries */
 	struct ib_cqe recv_cqe;
 	struct ib_cqe reg_cqe;
+
 	struct_group(conn_peer,		/* zeroed together by rs_conn_reset() */
 		u64 peer_ring_addr;
 		u32 peer_rkey;
@@ -210,6 +212,7 @@ struct rs_sock {
 	 * because the completion handlers (softirq) move rx_prod, tx_acked and sq_done.
 	 */
 	spinlock_t lock;
+
 	struct_group(conn_cursors,	/* zeroed together by rs_conn_reset() */
 		u64 rx_base;		/* stream position of rx's offset 0 */
 		u64 rx_switch;		/* RS_F_RX_SWITCHED: first byte in rx_next */
@@ -230,6 +233,7 @@ struct rs_sock {
 	unsigned int busy_tries;	/* connects a busy listener turned away */
 
 	/* Statistics. */
+
 	struct_group(conn_stats,	/* zeroed together by rs_conn_reset() */
 		u64 bytes_sent;
 		u64 bytes_received;
@@ -403,6 +407,7 @@ enum rs_counter {
 	RS_CNT_KEEPALIVE_PROBE,
 	RS_CNT_KEEPALIVE_TIMEOUT,
 	RS_CNT_RDMA_PORT_TAKEN,
+	RS_CNT_CTRL_DEFERRED,	/* a control message found the SQ full: a completion sends it */
 	RS_CNT_WC_ERR,		/* + ib_wc_status: RS_CNT_WC_ERR + status */
 	RS_CNT_MAX = RS_CNT_WC_ERR + IB_WC_GENERAL_ERR + 1
 };

@@ -232,7 +232,8 @@ void rs_rx_announce(struct rs_sock *rs, bool force)
 			 * The SQ is full: the completion that frees a slot sends it (rs_send_done),
 			 * not the next read, which a reader that drained everything never makes.
 			 */
-			set_bit(RS_F_ANNOUNCE_DUE, &rs->flags);
+			if (!test_and_set_bit(RS_F_ANNOUNCE_DUE, &rs->flags))
+				rs_count(sock_net(&rs->sk), RS_CNT_CTRL_DEFERRED);
 		}
 	}
 	spin_unlock_bh(&rs->lock);

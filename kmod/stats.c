@@ -68,6 +68,7 @@ static const char * const rs_counter_names[RS_CNT_WC_ERR] = {
 	[RS_CNT_KEEPALIVE_PROBE] = "keepalive_probes",
 	[RS_CNT_KEEPALIVE_TIMEOUT] = "keepalive_timeouts",
 	[RS_CNT_RDMA_PORT_TAKEN] = "listen_rdma_port_taken",
+	[RS_CNT_CTRL_DEFERRED] = "ctrl_deferred_sq_full",
 };
 
 /* ---- counters ---- */

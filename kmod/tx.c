@@ -523,7 +523,8 @@ static void rs_tx_want_consumed(struct rs_sock *rs)
 	spin_lock_bh(&rs->lock);
 	if (__rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_WANT_CONSUMED, false)) {
 		clear_bit(RS_F_WANT_SENT, &rs->flags);
-		set_bit(RS_F_WANT_DUE, &rs->flags);
+		if (!test_and_set_bit(RS_F_WANT_DUE, &rs->flags))
+			rs_count(sock_net(&rs->sk), RS_CNT_CTRL_DEFERRED);
 	}
 	spin_unlock_bh(&rs->lock);
 }

@@ -2,10 +2,12 @@
 /*
  * Stress: many connections at once, random-sized writes both ways, every byte checked against a
  * per-direction pattern.  The tiny-buffer variant shrinks the rings to their minimum so the credit
- * (consumed-cursor) path runs constantly.  TCP runs the same load as the oracle.
+ * (consumed-cursor) path runs constantly.  TCP runs the same load as the oracle.  And one thread
+ * driving every end through epoll with small nonblocking writes.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sys/epoll.h>
 #include "lib.h"
 #include "kselftest_harness.h"
 
@@ -140,6 +142,7 @@ FIXTURE_TEARDOWN(stress)
 
 TEST_F_TIMEOUT(stress, random_writes_both_ways_all_connections, 300)
 {
+	long long deferred = rs_counter("ctrl_deferred_sq_full");
 	struct dir d[2 * CONNS];
 	pthread_t t[4 * CONNS];
 
@@ -158,6 +161,9 @@ TEST_F_TIMEOUT(stress, random_writes_both_ways_all_connections, 300)
 		EXPECT_EQ(0, d[i].rerr) TH_LOG("direction %d", i);
 		EXPECT_EQ(-1, d[i].bad_at) TH_LOG("direction %d", i);
 	}
+	if (variant->carrier == CARRIER_RDMASOCK)
+		TH_LOG("control messages deferred on a full send queue: %lld",
+		       rs_counter("ctrl_deferred_sq_full") - deferred);
 	if (variant->rcvbuf && variant->carrier == CARRIER_RDMASOCK) {
 		struct rdmasock_info info;
 		socklen_t len = sizeof(info);
@@ -187,6 +193,102 @@ TEST_F_TIMEOUT(stress, ping_pong_on_all_connections, 300)
 			ASSERT_EQ(0, memcmp(q, a, sizeof(q)));
 		}
 	}
+}
+
+#define EPOLL_BYTES	scaled(256 << 10)
+
+struct end {
+	int fd;
+	unsigned int seed;	/* of the bytes this end sends; the peer's is seed ^ 1 */
+	size_t sent, rcvd;
+	bool eof;
+};
+
+/* Watch @x for what it still waits for: reading until EOF, writing until all is sent. */
+static int epoll_watch(int ep, const struct end *x, unsigned int idx)
+{
+	struct epoll_event mod = { .data.u32 = idx };
+
+	mod.events = (x->eof ? 0 : EPOLLIN) | (x->sent < EPOLL_BYTES ? EPOLLOUT : 0);
+	return epoll_ctl(ep, mod.events ? EPOLL_CTL_MOD : EPOLL_CTL_DEL, x->fd, &mod);
+}
+
+/*
+ * One thread, one level-triggered epoll loop over both ends of every connection: each end sends
+ * small nonblocking pieces (TCP_NODELAY: each its own write on the wire) and reads only when epoll
+ * says so; an end that drained waits on epoll alone, and so does a writer whose window shut.  A
+ * credit report (or a request for one) that found the send queue full must still go out: no end
+ * may starve (20 s without an event fails).  Every byte is checked.
+ */
+TEST_F_TIMEOUT(stress, epoll_small_writes_both_ways, 600)
+{
+	long long deferred = rs_counter("ctrl_deferred_sq_full");
+	struct end e[2 * CONNS];
+	static unsigned char buf[4096];
+	struct epoll_event ev[16];
+	unsigned int r = 7;
+	int ep, done = 0, one = 1;
+
+	ep = epoll_create1(0);
+	ASSERT_LE(0, ep);
+	for (int i = 0; i < 2 * CONNS; i++) {
+		struct epoll_event add = { .events = EPOLLIN | EPOLLOUT, .data.u32 = i };
+
+		e[i] = (struct end){ .fd = i % 2 ? self->s[i / 2] : self->c[i / 2], .seed = 200 + i };
+		ASSERT_EQ(0, setsockopt(e[i].fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)));
+		ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, e[i].fd, &add));
+	}
+	while (done < 2 * CONNS) {
+		int n = epoll_wait(ep, ev, 16, 20000);
+
+		ASSERT_LT(0, n) {
+			TH_LOG("no end can move: %d of %d finished", done, 2 * CONNS);
+			for (int i = 0; i < 2 * CONNS; i++)
+				TH_LOG("end %d: sent %zu, received %zu", i, e[i].sent, e[i].rcvd);
+		}
+		for (int k = 0; k < n; k++) {
+			struct end *x = &e[ev[k].data.u32];
+			unsigned int peer_seed = x->seed ^ 1;
+
+			if (ev[k].events & EPOLLIN && !x->eof) {
+				ssize_t got = recv(x->fd, buf, 1 + rand_r(&r) % sizeof(buf),
+						   MSG_DONTWAIT);
+
+				ASSERT_TRUE(got >= 0 || errno == EAGAIN);
+				for (ssize_t i = 0; i < got; i++)
+					ASSERT_EQ(pattern_byte(x->rcvd + i, peer_seed), buf[i]);
+				if (got > 0)
+					x->rcvd += got;
+				if (!got) {
+					ASSERT_EQ(EPOLL_BYTES, x->rcvd);
+					x->eof = true;
+					done++;
+					ASSERT_EQ(0, epoll_watch(ep, x, ev[k].data.u32));
+				}
+			}
+			if (ev[k].events & EPOLLOUT && x->sent < EPOLL_BYTES) {
+				size_t len = 1 + rand_r(&r) % 200;
+				ssize_t put;
+
+				if (len > EPOLL_BYTES - x->sent)
+					len = EPOLL_BYTES - x->sent;
+				for (size_t i = 0; i < len; i++)
+					buf[i] = pattern_byte(x->sent + i, x->seed);
+				put = send(x->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+				ASSERT_TRUE(put > 0 || errno == EAGAIN);
+				if (put > 0)
+					x->sent += put;
+				if (x->sent == EPOLL_BYTES) {
+					ASSERT_EQ(0, shutdown(x->fd, SHUT_WR));
+					ASSERT_EQ(0, epoll_watch(ep, x, ev[k].data.u32));
+				}
+			}
+		}
+	}
+	close(ep);
+	if (variant->carrier == CARRIER_RDMASOCK)
+		TH_LOG("control messages deferred on a full send queue: %lld",
+		       rs_counter("ctrl_deferred_sq_full") - deferred);
 }
 
 TEST_HARNESS_MAIN
