@@ -210,9 +210,6 @@ static int rs_connect_tcp(struct rs_sock *rs, struct sockaddr *addr, int len, in
 	    READ_ONCE(rs->tcp->sk->sk_state) == TCP_SYN_SENT)
 		return -EINPROGRESS;
 	rs_tcp_sync(rs);
-	/* A connection that ended: TCP may make another on this socket, counted in its turn. */
-	if (READ_ONCE(rs->tcp->sk->sk_state) == TCP_CLOSE)
-		clear_bit(RS_F_TCP_COUNTED, &rs->flags);
 	release_sock(&rs->sk);
 	err = rs->tcp->ops->connect(rs->tcp, addr, len, flags);
 	lock_sock(&rs->sk);

@@ -87,9 +87,14 @@ static void rs_tcp_mirror(struct rs_sock *rs, struct sock *tsk)
 		int state = READ_ONCE(tsk->sk_state);
 
 		WRITE_ONCE(rs->sk.sk_state, state);
-		/* A connection is counted once it exists: an attempt that failed is not one. */
+		/*
+		 * A connection is counted once it exists (an attempt that failed is not one), and
+		 * once only; one that ended lets TCP's next on this socket count in its turn.
+		 */
 		if (state == TCP_ESTABLISHED && !test_and_set_bit(RS_F_TCP_COUNTED, &rs->flags))
 			rs_count(sock_net(&rs->sk), RS_CNT_CONN_TCP);
+		else if (state == TCP_CLOSE)
+			clear_bit(RS_F_TCP_COUNTED, &rs->flags);
 	}
 }
 
@@ -304,7 +309,10 @@ int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int
 	trace_rdmasock_fallback(rs);
 	rs_tcp_sync(rs);
 	err = kernel_connect(rs->tcp, addr, len, O_NONBLOCK);
+	/* Under its lock, as its callbacks mirror it: never an older state over a newer one. */
+	lock_sock(rs->tcp->sk);
 	rs_tcp_mirror(rs, rs->tcp->sk);
+	release_sock(rs->tcp->sk);
 	rs_wake(&rs->sk, EPOLLOUT | EPOLLIN | EPOLLERR);
 	return err == -EINPROGRESS ? 0 : err;
 }

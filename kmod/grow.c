@@ -341,14 +341,6 @@ static void rs_tx_switched(struct rs_sock *rs)
 	rs_tx_switched_remote(rs);
 }
 
-/* A SWITCH that found the SQ full or a fence pending: retried after a completion (counted). */
-static void rs_tx_switch_wait(struct rs_sock *rs)
-{
-	lockdep_assert_held(&rs->lock);
-	if (!test_and_set_bit(RS_F_SWITCH_WAIT, &rs->flags))
-		rs_count(sock_net(&rs->sk), RS_CNT_CTRL_DEFERRED);
-}
-
 /*
  * Our staging ring is as large as SO_SNDBUF lets it be already: SWITCH alone, no new ring, no
  * REG_MR and so no fence.  The staged bytes stay where they are and go to the new ring.
@@ -364,7 +356,7 @@ static void rs_tx_switch_remote(struct rs_sock *rs)
 			rs_tx_switched_remote(rs);
 	}
 	if (err == -ENOBUFS || err == -EBUSY)
-		rs_tx_switch_wait(rs);
+		rs_ctrl_defer(rs, RS_F_SWITCH_WAIT, err);
 	spin_unlock_bh(&rs->lock);
 	if (err && err != -ENOBUFS && err != -EBUSY)
 		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: it is gone */
@@ -424,7 +416,7 @@ void rs_tx_switch(struct rs_sock *rs)
 			memset(&rs->tx_next, 0, sizeof(rs->tx_next));
 	}
 	if (err == -ENOBUFS || err == -EBUSY)
-		rs_tx_switch_wait(rs);
+		rs_ctrl_defer(rs, RS_F_SWITCH_WAIT, err);
 	spin_unlock_bh(&rs->lock);
 	if (err == -ENOBUFS || err == -EBUSY)
 		rs_ring_release(rs, &ring);	/* nothing posted: the next write tries again */

@@ -352,6 +352,7 @@ u32 rs_tx_space(struct rs_sock *rs);
 
 /* rx.c */
 int rs_post_recvs(struct rs_sock *rs, u32 count);
+void rs_ctrl_defer(struct rs_sock *rs, enum rs_flag due, int err);
 int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flags);
 u32 rs_rx_avail(struct rs_sock *rs);
 void rs_rx_announce(struct rs_sock *rs, bool force);

@@ -223,7 +223,9 @@ void rs_rx_announce(struct rs_sock *rs, bool force)
 	if (test_bit(RS_F_PEER_WANTS, &rs->flags))
 		force = true;
 	if (cons != rs->rx_announced && (force || cons - rs->rx_announced >= rs->rx.size / 4)) {
-		if (!__rs_send_ctrl(rs, RS_IMM_CONSUMED, (u32)cons, false)) {
+		int err = __rs_send_ctrl(rs, RS_IMM_CONSUMED, (u32)cons, false);
+
+		if (!err) {
 			rs->rx_announced = cons;
 			clear_bit(RS_F_PEER_WANTS, &rs->flags);
 			clear_bit(RS_F_ANNOUNCE_DUE, &rs->flags);
@@ -232,8 +234,7 @@ void rs_rx_announce(struct rs_sock *rs, bool force)
 			 * The SQ is full: the completion that frees a slot sends it (rs_send_done),
 			 * not the next read, which a reader that drained everything never makes.
 			 */
-			if (!test_and_set_bit(RS_F_ANNOUNCE_DUE, &rs->flags))
-				rs_count(sock_net(&rs->sk), RS_CNT_CTRL_DEFERRED);
+			rs_ctrl_defer(rs, RS_F_ANNOUNCE_DUE, err);
 		}
 	}
 	spin_unlock_bh(&rs->lock);

@@ -183,6 +183,17 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /*
+ * A control message could not be posted (@err): the next send completion posts it (@due, tested
+ * in rs_send_done()).  A full send queue is counted (ctrl_deferred_sq_full), once a time.
+ */
+void rs_ctrl_defer(struct rs_sock *rs, enum rs_flag due, int err)
+{
+	lockdep_assert_held(&rs->lock);
+	if (!test_and_set_bit(due, &rs->flags) && err == -ENOBUFS)
+		rs_count(sock_net(&rs->sk), RS_CNT_CTRL_DEFERRED);
+}
+
+/*
  * Post one WR, rs->lock held: ib_drain_qp() must never race a post.  A data WR moves tx_prod by
  * @bytes under the same lock, before the post: the peer's CONSUMED for these bytes can complete on
  * another CPU before ib_post_send() even returns, and must find them counted.
@@ -517,14 +528,16 @@ static bool rs_tx_can_write(struct rs_sock *rs)
  */
 static void rs_tx_want_consumed(struct rs_sock *rs)
 {
+	int err;
+
 	if (test_and_set_bit(RS_F_WANT_SENT, &rs->flags))
 		return;
 	/* Under rs->lock: the completion that frees a slot tests RS_F_WANT_DUE after taking it. */
 	spin_lock_bh(&rs->lock);
-	if (__rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_WANT_CONSUMED, false)) {
+	err = __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_WANT_CONSUMED, false);
+	if (err) {
 		clear_bit(RS_F_WANT_SENT, &rs->flags);
-		if (!test_and_set_bit(RS_F_WANT_DUE, &rs->flags))
-			rs_count(sock_net(&rs->sk), RS_CNT_CTRL_DEFERRED);
+		rs_ctrl_defer(rs, RS_F_WANT_DUE, err);
 	}
 	spin_unlock_bh(&rs->lock);
 }
