@@ -512,7 +512,12 @@ static __poll_t rs_poll_rdma(struct rs_sock *rs)
 	if (state != TCP_SYN_SENT) {
 		if (rs_rx_avail(rs) >= (u32)sock_rcvlowat(sk, 0, INT_MAX))
 			mask |= EPOLLIN | EPOLLRDNORM;
-		if ((shutdown & SEND_SHUTDOWN) || state != TCP_ESTABLISHED || rs_tx_space(rs))
+		/*
+		 * Writable when a write would not block: room, or it fails at once.  In CLOSE_WAIT
+		 * too (an epoll writer must not spin on EAGAIN, nor wait for ever on a dead QP).
+		 */
+		if ((shutdown & SEND_SHUTDOWN) || state == TCP_CLOSE || rs_tx_error(rs) ||
+		    rs_tx_space(rs))
 			mask |= EPOLLOUT | EPOLLWRNORM;
 	}
 	if (READ_ONCE(sk->sk_err))
@@ -724,11 +729,15 @@ static int rs_rdma_tcp_info(struct rs_sock *rs, char __user *optval, int __user 
 
 	if (get_user(len, optlen))
 		return -EFAULT;
+	if (len < 0)
+		return -EINVAL;		/* as do_tcp_getsockopt() */
 	len = min_t(unsigned int, len, sizeof(info));
 	info.tcpi_state = rs->sk.sk_state;
+	/* The largest payload one packet carries on the path, as TCP's MSS is on its own. */
+	info.tcpi_snd_mss = rs->path_mtu;
+	info.tcpi_rcv_mss = rs->path_mtu;
+	info.tcpi_advmss = rs->path_mtu;
 	spin_lock_bh(&rs->lock);
-	info.tcpi_snd_mss = rs->tx.size;
-	info.tcpi_rcv_mss = rs_rx_ring_size(rs);
 	info.tcpi_bytes_sent = rs->bytes_sent;
 	info.tcpi_bytes_acked = rs->tx_acked;
 	info.tcpi_bytes_received = rs->bytes_received;
@@ -811,6 +820,9 @@ static int rs_recvmsg(struct socket *sock, struct msghdr *msg, size_t len, int f
 		rs_tcp_sync(rs);
 		return rs->tcp->ops->recvmsg(rs->tcp, msg, len, flags);
 	}
+	/* As tcp_recvmsg(): nothing is ever queued on our error queue (no timestamps, zerocopy). */
+	if (flags & MSG_ERRQUEUE)
+		return -EAGAIN;
 	if (flags & MSG_OOB)
 		return -EINVAL;
 	ret = rs_lock_connected(rs, flags & MSG_DONTWAIT);

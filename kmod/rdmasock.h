@@ -193,6 +193,7 @@ struct rs_sock {
 		u32 remote_qpn;
 	);
 	u32 local_qpn;			/* rs->qp's number, for /proc and tracepoints */
+	u32 path_mtu;			/* bytes one packet carries on the path (rs_note_addrs) */
 	bool pd_pinned;			/* an MR could not be deregistered: never free the PD */
 	bool tcp_final;			/* mode was TCP or LISTEN: rs->tcp stays until release() */
 	bool port_auto;			/* bind() asked for port 0: the port is TCP's choice */
@@ -352,6 +353,7 @@ u32 rs_tx_space(struct rs_sock *rs);
 
 /* rx.c */
 int rs_post_recvs(struct rs_sock *rs, u32 count);
+int rs_tx_error(struct rs_sock *rs);
 void rs_ctrl_defer(struct rs_sock *rs, enum rs_flag due, int err);
 int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flags);
 u32 rs_rx_avail(struct rs_sock *rs);

@@ -393,8 +393,11 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 		if (avail) {
 			/* As tcp_recvmsg(): a zero-length read with data waiting returns 0. */
 			n = min_t(size_t, avail, len - copied);
-			/* lock_sock is held: neither teardown nor a ring swap can run meanwhile. */
-			err = rs_rx_copy(ring, base, pos, n, msg);
+			/*
+			 * lock_sock is held: neither teardown nor a ring swap can run meanwhile.
+			 * MSG_TRUNC on a stream, as TCP's: the bytes are consumed, not copied.
+			 */
+			err = flags & MSG_TRUNC ? 0 : rs_rx_copy(ring, base, pos, n, msg);
 			if (err)
 				break;
 			pos += n;

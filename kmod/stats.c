@@ -191,11 +191,18 @@ void rs_proc_del(struct rs_sock *rs)
 	spin_unlock_bh(&rs_socks_lock);
 }
 
-/* Keep the RDMA connection's addresses: the cm_id may be gone when /proc is read. */
+/*
+ * Keep the RDMA connection's addresses (the cm_id may be gone when /proc is read) and its path
+ * MTU, the payload one packet carries (TCP_INFO's MSS fields): on RoCE rdma_cm takes it from the
+ * netdev's MTU.  (IB and RoCE routes always have a path record; 1024 if one had none.)
+ */
 void rs_note_addrs(struct rs_sock *rs, struct rdma_cm_id *id)
 {
+	int mtu = id->route.path_rec ? ib_mtu_enum_to_int(id->route.path_rec->mtu) : -1;
+
 	memcpy(&rs->local_addr, &id->route.addr.src_addr, sizeof(rs->local_addr));
 	memcpy(&rs->peer_addr, &id->route.addr.dst_addr, sizeof(rs->peer_addr));
+	rs->path_mtu = mtu > 0 ? mtu : 1024;
 }
 
 static void rs_seq_addr(struct seq_file *seq, const struct sockaddr_storage *ss)

@@ -152,6 +152,8 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		set_bit(RS_F_DISCONNECTED, &rs->flags);
 		if (!test_bit(RS_F_PEER_FIN, &rs->flags))
 			rs_abort(rs, rs_wc_errno(wc->status));
+		else	/* what the peer sent stays readable, to EOF; a writer learns (EPIPE) */
+			rs_wake(&rs->sk, EPOLLOUT | EPOLLWRNORM);
 		wake_up_all(&rs->close_wait);
 		return;
 	}
@@ -498,7 +500,7 @@ bool rs_tx_idle(struct rs_sock *rs)
 }
 
 /* Why a write cannot proceed, or 0.  -EPIPE is turned into TCP's error by sk_stream_error(). */
-static int rs_tx_error(struct rs_sock *rs)
+int rs_tx_error(struct rs_sock *rs)
 {
 	struct sock *sk = &rs->sk;
 

@@ -18,6 +18,8 @@
  * FRWR iova of ours), not a DMA address: without an IOMMU a physical one, and on rxe (a software
  * device: DMA addresses are kernel virtual addresses) a kernel pointer.
  * "valid" behaves: sends "hello" and expects it echoed.
+ * "fin_dead" sends "hello" and its FIN, then puts its QP in the error state and stays (prints
+ * "quiet", waits to be killed): a peer whose host died after it shut its write side.
  * "mutate" (RDMASOCK_MUTATE_SEED, RDMASOCK_MUTATE_STEPS): after a valid set-up, a stream of
  * messages taken from valid traffic (DATA at the right cursor, CONSUMED, READY, FIN, RESIZE,
  * SWITCH, KEEPALIVE) with fields mutated at random: lengths, cursors, remote addresses, codes,
@@ -432,6 +434,8 @@ int main(int argc, char **argv)
 		return serve(argv[2], argv[3], argv[4]);
 	if (argc == 5 && !strcmp(argv[1], "--half-open"))
 		return half_open(argv[2], argv[3], atoi(argv[4]));
+	if (argc == 5 && !strcmp(argv[1], "--client"))	/* as spawn_peer() calls it */
+		argv++, argc--;
 	if (argc != 4)
 		return 2;
 	c = argv[3];
@@ -492,6 +496,19 @@ int main(int argc, char **argv)
 
 	if (!strcmp(c, "mutate"))
 		return mutate();
+	if (!strcmp(c, "fin_dead")) {	/* "hello", FIN, then a dead QP and no disconnect */
+		post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
+		post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 2, 0, 0);
+		drain_cq(200, &recvs);
+		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+
+		if (ibv_modify_qp(id->qp, &qa, IBV_QP_STATE))
+			die("modify qp");
+		printf("quiet\n");
+		fflush(stdout);
+		pause();
+		return 0;
+	}
 	if (!strcmp(c, "ring_addr")) {	/* the kernel's ring address must say nothing physical */
 		printf("ring_addr: %#llx\n", (unsigned long long)peer_addr);
 		/* Not a physical address (< 2^40 here), not a kernel pointer (rxe's DMA addresses). */

@@ -6,6 +6,7 @@
  * and the VM runner fails the run on any kernel warning.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
 #include <time.h>
 #include <sys/prctl.h>
@@ -472,6 +473,65 @@ TEST_F_TIMEOUT(once, rdma_port_held_by_another_listener, 120)
 	close(c);
 	close(s);
 	close(fd);
+}
+
+struct blocked_writer {
+	int fd;
+	long long sent;
+	int err;
+	volatile int done;
+};
+
+static void *write_until_error(void *p)
+{
+	struct blocked_writer *w = p;
+	static char buf[1 << 16];
+	ssize_t n;
+
+	while ((n = send(w->fd, buf, sizeof(buf), MSG_NOSIGNAL)) > 0)
+		w->sent += n;
+	w->err = n < 0 ? errno : 0;
+	w->done = 1;
+	return NULL;
+}
+
+/*
+ * The peer sent its data and its FIN, then went silent for good without a disconnect (its QP dead,
+ * as when its host dies): what it sent is read, then EOF; a writer blocked on the full ring wakes
+ * with an error once our writes fail (as TCP's writer when its retransmissions time out), never
+ * sleeps for ever.  (Bounded wait: 60 s.)
+ */
+TEST_F_TIMEOUT(once, blocked_writer_wakes_when_a_finished_peer_dies, 180)
+{
+	struct blocked_writer w = { 0 };
+	pthread_t t;
+	char buf[8];
+	pid_t pid;
+	int s, i;
+
+	ASSERT_EQ(0, spawn_peer(&self->ss, "--client", "fin_dead", "quiet\n", &pid));
+	ASSERT_EQ(POLLIN, poll_one(self->lfd, POLLIN, 20000));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
+	ASSERT_EQ(5, recv(s, buf, 5, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, "hello", 5));
+	ASSERT_EQ(0, recv(s, buf, 1, 0));
+	w.fd = s;
+	ASSERT_EQ(0, pthread_create(&t, NULL, write_until_error, &w));
+	for (i = 0; i < 600 && !w.done; i++)
+		poll_one(-1, 0, 100);
+	if (!w.done)
+		shutdown(s, SHUT_RDWR);	/* release it, then fail */
+	pthread_join(t, NULL);
+	TH_LOG("writer: %lld bytes, then errno %d, after about %d ms", w.sent, w.err, i * 100);
+	ASSERT_GT(600, i) {
+		TH_LOG("the blocked writer never woke");
+	}
+	ASSERT_TRUE(w.err == ETIMEDOUT || w.err == ECONNRESET || w.err == EPIPE);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(s);
 }
 
 #define SYN_RECV	"03"	/* TCP_SYN_RECV as /proc/net/rdmasock shows it */

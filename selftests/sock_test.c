@@ -385,6 +385,84 @@ TEST_F(pair, nonblocking_send_fills_then_drains)
 	ASSERT_EQ(sent, got);
 }
 
+/* TCP parity: MSG_ERRQUEUE reads the (empty) error queue, never the stream. */
+TEST_F(pair, msg_errqueue_is_eagain_and_leaves_the_stream)
+{
+	char buf[8];
+
+	ASSERT_EQ(3, send(self->sfd, "abc", 3, 0));
+	ASSERT_EQ(POLLIN, poll_one(self->cfd, POLLIN, 5000));
+	ASSERT_EQ(-1, recv(self->cfd, buf, sizeof(buf), MSG_ERRQUEUE));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(3, recv(self->cfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(0, memcmp(buf, "abc", 3));
+}
+
+/* TCP parity: MSG_TRUNC on a stream consumes the bytes and returns their count, copying none. */
+TEST_F(pair, msg_trunc_discards_and_counts)
+{
+	char buf[8];
+
+	ASSERT_EQ(6, send(self->sfd, "abcdef", 6, 0));
+	memset(buf, 'x', sizeof(buf));
+	ASSERT_EQ(2, recv(self->cfd, buf, 2, MSG_TRUNC | MSG_PEEK | MSG_WAITALL));
+	ASSERT_EQ(3, recv(self->cfd, buf, 3, MSG_TRUNC | MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, "xxxxxxxx", sizeof(buf)));
+	ASSERT_EQ(3, recv(self->cfd, buf, 3, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, "def", 3));
+}
+
+/*
+ * TCP parity (tcp_poll): in CLOSE_WAIT (the peer shut its write side) a socket is writable only
+ * with room; a full one is not (an epoll writer would spin on EAGAIN), until the peer reads.
+ */
+TEST_F(pair, close_wait_is_writable_only_with_room)
+{
+	static char buf[65536];
+	long long sent = 0, got = 0;
+	ssize_t n;
+
+	ASSERT_EQ(0, shutdown(self->sfd, SHUT_WR));
+	ASSERT_EQ(0, recv(self->cfd, buf, 1, 0));
+	ASSERT_EQ(POLLOUT, poll_one(self->cfd, POLLOUT, 0));
+	while ((n = send(self->cfd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		sent += n;
+		ASSERT_GT(64LL << 20, sent);
+	}
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, poll_one(self->cfd, POLLOUT, 0));
+	while (got < sent && (n = recv(self->sfd, buf, sizeof(buf), 0)) > 0)
+		got += n;
+	ASSERT_EQ(sent, got);
+	ASSERT_EQ(POLLOUT, poll_one(self->cfd, POLLOUT, 10000));
+}
+
+/*
+ * TCP parity: TCP_INFO with a negative length is EINVAL (do_tcp_getsockopt); the MSS fields hold
+ * what one packet carries on the path (TCP: at most the loopback MTU; RDMA: at most 4096, the
+ * largest RDMA MTU), not a buffer size.
+ */
+TEST_F(pair, tcp_info_length_and_mss)
+{
+	struct tcp_info info;
+	socklen_t len = -1;
+	unsigned int most = variant->carrier == CARRIER_TCP ? 65535 : 4096;
+
+	ASSERT_EQ(-1, getsockopt(self->cfd, IPPROTO_TCP, TCP_INFO, &info, &len));
+	ASSERT_EQ(EINVAL, errno);
+	for (int i = 0; i < 2; i++) {
+		int fd = i ? self->sfd : self->cfd;
+
+		len = sizeof(info);
+		ASSERT_EQ(0, getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len));
+		ASSERT_EQ(TCP_ESTABLISHED, info.tcpi_state);
+		ASSERT_LE(256, info.tcpi_snd_mss);
+		ASSERT_GE(most, info.tcpi_snd_mss);
+		ASSERT_LE(256, info.tcpi_rcv_mss);
+		ASSERT_GE(most, info.tcpi_rcv_mss);
+	}
+}
+
 TEST_F(pair, poll_masks)
 {
 	char buf[8];
