@@ -150,10 +150,15 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		pr_debug("rdmasock: send completion %s\n", ib_wc_status_msg(wc->status));
 		/* The QP is in error: nothing more will complete, writes fail from now on. */
 		set_bit(RS_F_DISCONNECTED, &rs->flags);
-		if (!test_bit(RS_F_PEER_FIN, &rs->flags))
+		if (!test_bit(RS_F_PEER_FIN, &rs->flags)) {
 			rs_abort(rs, rs_wc_errno(wc->status));
-		else	/* what the peer sent stays readable, to EOF; a writer learns (EPIPE) */
+		} else {
+			/* What the peer sent stays readable, to EOF; writes fail (EPIPE). */
+			spin_lock(&rs->lock);
+			WRITE_ONCE(rs->sk.sk_shutdown, rs->sk.sk_shutdown | SEND_SHUTDOWN);
+			spin_unlock(&rs->lock);
 			rs_wake(&rs->sk, EPOLLOUT | EPOLLWRNORM);
+		}
 		wake_up_all(&rs->close_wait);
 		return;
 	}
@@ -642,6 +647,27 @@ static int rs_tx_stage(struct rs_sock *rs, struct msghdr *msg, size_t want)
 	return chunk;
 }
 
+/*
+ * The peer closed (its FIN, then its disconnect) and nothing failed since.  TCP's first write
+ * then succeeds (the peer answers it with a reset, which shuts the socket: EPIPE from the next
+ * write on, EOF for reads): so does ours, its bytes dropped, and the socket is shut as that.
+ */
+static bool rs_tx_peer_closed(struct rs_sock *rs)
+{
+	struct sock *sk = &rs->sk;
+
+	if (READ_ONCE(sk->sk_state) != TCP_CLOSE_WAIT || READ_ONCE(sk->sk_err) ||
+	    (READ_ONCE(sk->sk_shutdown) & SEND_SHUTDOWN) ||
+	    !test_bit(RS_F_PEER_FIN, &rs->flags) || !test_bit(RS_F_DISCONNECTED, &rs->flags))
+		return false;
+	spin_lock_bh(&rs->lock);
+	WRITE_ONCE(sk->sk_shutdown, SHUTDOWN_MASK);
+	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+	spin_unlock_bh(&rs->lock);
+	rs_wake(sk, EPOLLOUT | EPOLLHUP);
+	return true;
+}
+
 int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 {
 	struct sock *sk = &rs->sk;
@@ -651,6 +677,11 @@ int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 	size_t copied = 0;
 	int err = 0;
 
+	sock_owned_by_me(sk);
+	if (rs_tx_peer_closed(rs)) {
+		iov_iter_advance(&msg->msg_iter, len);
+		return len;
+	}
 	while (copied < len) {
 		size_t want;
 

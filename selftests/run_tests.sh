@@ -35,6 +35,7 @@ client)
 		run_one "$t" "$bin/$t"
 	done
 	run_one apps_test "$top/selftests/apps_test.sh"
+	run_one pysock_test "$top/selftests/pysock_test.sh"
 	# Last: it takes the RDMA device away and brings it back.
 	run_one devremove_test "$bin/devremove_test"
 	;;

@@ -463,6 +463,67 @@ TEST_F(pair, tcp_info_length_and_mss)
 	}
 }
 
+/* "ADDR:PORT" as /proc/net/rdmasock writes an address ("[ADDR]:PORT" for IPv6). */
+static void proc_addr(const struct sockaddr_storage *ss, char *out, size_t size)
+{
+	char a[INET6_ADDRSTRLEN] = "";
+
+	if (ss->ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, a, sizeof(a));
+		snprintf(out, size, "[%s]:%u", a, addr_port(ss));
+	} else {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, a, sizeof(a));
+		snprintf(out, size, "%s:%u", a, addr_port(ss));
+	}
+}
+
+/* Is the rdmasock socket with local address @l and remote @r still in /proc/net/rdmasock? */
+static bool rs_listed(const struct sockaddr_storage *l, const struct sockaddr_storage *r)
+{
+	char la[64], ra[64], want[140], line[512];
+	FILE *f = fopen("/proc/net/rdmasock", "r");
+	bool found = false;
+
+	proc_addr(l, la, sizeof(la));
+	proc_addr(r, ra, sizeof(ra));
+	snprintf(want, sizeof(want), " %s %s ", la, ra);
+	while (f && fgets(line, sizeof(line), f))
+		found |= !!strstr(line, want);
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * TCP parity, pinning what TCP does on this machine: the peer closed (nothing unread) and we read
+ * its EOF; our first send then succeeds (TCP: the peer answers it with a reset, back at once
+ * here), after which the socket is shut (POLLHUP), sends fail with EPIPE and reads give EOF.
+ * rdmasock: sent once the peer's close is complete (its socket gone from /proc/net/rdmasock), as
+ * TCP's is when close() returns.
+ */
+TEST_F(pair, send_after_the_peer_closed)
+{
+	struct sockaddr_storage l, r;
+	socklen_t ll = sizeof(l), rl = sizeof(r);
+	char c;
+
+	ASSERT_EQ(0, getsockname(self->sfd, (struct sockaddr *)&l, &ll));
+	ASSERT_EQ(0, getpeername(self->sfd, (struct sockaddr *)&r, &rl));
+	close(self->sfd);
+	self->sfd = -1;
+	ASSERT_EQ(0, recv(self->cfd, &c, 1, 0));
+	if (variant->carrier == CARRIER_RDMASOCK)
+		for (int i = 0; i < 400 && rs_listed(&l, &r); i++)
+			poll_one(-1, 0, 50);
+	ASSERT_EQ(5, send(self->cfd, "hello", 5, MSG_NOSIGNAL));
+	ASSERT_EQ(POLLHUP, poll_one(self->cfd, POLLHUP, 20000) & POLLHUP);
+	ASSERT_EQ(-1, send(self->cfd, "x", 1, MSG_NOSIGNAL));
+	ASSERT_EQ(EPIPE, errno);
+	ASSERT_EQ(-1, send(self->cfd, "x", 1, MSG_NOSIGNAL));
+	ASSERT_EQ(EPIPE, errno);
+	ASSERT_EQ(0, recv(self->cfd, &c, 1, 0));
+}
+
 TEST_F(pair, poll_masks)
 {
 	char buf[8];
