@@ -189,6 +189,8 @@ static int rs_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len)
 {
 	int err;
 
+	/* Nothing of an earlier connection or attempt stays, whichever carrier this one takes. */
+	rs_conn_reset(rs);
 	err = rs_tcp_ensure(rs, addr->sa_family);
 	if (err)
 		return err;
@@ -196,7 +198,7 @@ static int rs_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len)
 		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_FORCED);
 	if (rs_neg_cache_hit(sock_net(&rs->sk), addr) && !rs->no_fallback)
 		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_NEG_CACHE);
-	return rs_cm_connect(rs, addr, len, true);
+	return rs_cm_connect(rs, addr, len);
 }
 
 /* After a fallback, TCP owns the connect, with its own waiting, errors and EALREADY/EISCONN. */

@@ -182,7 +182,10 @@ int rs_shutdown(struct rs_sock *rs, int how)
 	default:
 		break;
 	}
+	/* Under rs->lock: the FIN handler and failing completions set bits too (softirq). */
+	spin_lock_bh(&rs->lock);
 	WRITE_ONCE(sk->sk_shutdown, sk->sk_shutdown | how);
+	spin_unlock_bh(&rs->lock);
 	trace_rdmasock_shutdown(rs);
 	if (how & SEND_SHUTDOWN)
 		rs_send_fin(rs);

@@ -227,8 +227,9 @@ static bool rs_no_rdma_path(const struct sockaddr *addr)
  * rs_cm_connect() clears, and leaves the new attempt alone), and every per-connection field
  * starts from zero, as both ends' ring offsets must.
  */
-static void rs_conn_reset(struct rs_sock *rs)
+void rs_conn_reset(struct rs_sock *rs)
 {
+	sock_owned_by_me(&rs->sk);
 	/* (A socket only bound keeps its id: connect() goes out from its address and port.) */
 	if (test_bit(RS_F_ABORTED, &rs->flags) || rs->qp || rs->pd || rs->cq ||
 	    rs->mode == RDMASOCK_MODE_RDMA)
@@ -251,10 +252,10 @@ static void rs_conn_reset(struct rs_sock *rs)
 }
 
 /*
- * @fresh: a connect() of the user's (everything of an earlier attempt goes), not the retry after a
- * busy listener's backoff (which keeps its count).
+ * An RDMA attempt: the user's connect() (rs_connect_start() reset everything of an earlier one),
+ * or the retry after a busy listener's backoff (which keeps its count).
  */
-int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, bool fresh)
+int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
 {
 	struct sockaddr_storage src;
 	struct rdma_cm_id *id;
@@ -262,8 +263,6 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, bool fresh
 	int err;
 
 	sock_owned_by_me(&rs->sk);
-	if (fresh)
-		rs_conn_reset(rs);
 	id = rs->cm_id;
 	if (rs_no_rdma_path(addr)) {
 		if (rs->no_fallback)
@@ -328,7 +327,7 @@ static void rs_connect_retry(struct rs_sock *rs)
 	struct sock *sk = &rs->sk;
 	int err;
 
-	err = rs_cm_connect(rs, (struct sockaddr *)&rs->peer_addr, rs->peer_addr_len, false);
+	err = rs_cm_connect(rs, (struct sockaddr *)&rs->peer_addr, rs->peer_addr_len);
 	if (!err)
 		return;
 	WRITE_ONCE(sk->sk_err, -err);

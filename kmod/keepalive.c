@@ -48,7 +48,8 @@ static bool rs_keepalive_wanted(struct rs_sock *rs)
 {
 	return (sock_flag(&rs->sk, SOCK_KEEPOPEN) || test_bit(RS_F_TX_BLOCKED, &rs->flags)) &&
 	       READ_ONCE(rs->mode) == RDMASOCK_MODE_RDMA && test_bit(RS_F_RDMA_UP, &rs->flags) &&
-	       !test_bit(RS_F_DYING, &rs->flags) && !test_bit(RS_F_ABORTED, &rs->flags);
+	       !test_bit(RS_F_DYING, &rs->flags) && !test_bit(RS_F_ABORTED, &rs->flags) &&
+	       !test_bit(RS_F_DISCONNECTED, &rs->flags);	/* known gone: nothing to probe */
 }
 
 static void rs_keepalive_arm(struct rs_sock *rs, unsigned long delay)

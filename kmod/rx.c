@@ -419,6 +419,9 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 		}
 		if (copied >= target)
 			break;
+		/* As tcp_recvmsg()'s SOCK_DONE: after the peer's FIN, EOF before any error. */
+		if (test_bit(RS_F_PEER_FIN, &rs->flags) && !test_bit(RS_F_ABORTED, &rs->flags))
+			break;
 		if (sk->sk_err) {
 			err = sock_error(sk);
 			break;

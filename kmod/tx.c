@@ -153,7 +153,10 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		if (!test_bit(RS_F_PEER_FIN, &rs->flags)) {
 			rs_abort(rs, rs_wc_errno(wc->status));
 		} else {
-			/* What the peer sent stays readable, to EOF; writes fail (EPIPE). */
+			/*
+			 * What the peer sent stays readable, to EOF; writes fail (EPIPE).  (Shut
+			 * under rs->lock, which rs_tx_peer_closed() tests it under.)
+			 */
 			spin_lock(&rs->lock);
 			WRITE_ONCE(rs->sk.sk_shutdown, rs->sk.sk_shutdown | SEND_SHUTDOWN);
 			spin_unlock(&rs->lock);
@@ -655,17 +658,26 @@ static int rs_tx_stage(struct rs_sock *rs, struct msghdr *msg, size_t want)
 static bool rs_tx_peer_closed(struct rs_sock *rs)
 {
 	struct sock *sk = &rs->sk;
+	bool closed;
 
-	if (READ_ONCE(sk->sk_state) != TCP_CLOSE_WAIT || READ_ONCE(sk->sk_err) ||
-	    (READ_ONCE(sk->sk_shutdown) & SEND_SHUTDOWN) ||
-	    !test_bit(RS_F_PEER_FIN, &rs->flags) || !test_bit(RS_F_DISCONNECTED, &rs->flags))
+	if (!test_bit(RS_F_DISCONNECTED, &rs->flags))
 		return false;
 	spin_lock_bh(&rs->lock);
-	WRITE_ONCE(sk->sk_shutdown, SHUTDOWN_MASK);
-	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+	closed = sk->sk_state == TCP_CLOSE_WAIT && !sk->sk_err &&
+		 !(sk->sk_shutdown & SEND_SHUTDOWN) && test_bit(RS_F_PEER_FIN, &rs->flags) &&
+		 !test_bit(RS_F_ABORTED, &rs->flags);
+	if (closed) {
+		/* As tcp_reset() in CLOSE_WAIT: EPIPE pending (SO_ERROR, POLLERR), all shut. */
+		WRITE_ONCE(sk->sk_err, EPIPE);
+		WRITE_ONCE(sk->sk_shutdown, SHUTDOWN_MASK);
+		WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+	}
 	spin_unlock_bh(&rs->lock);
-	rs_wake(sk, EPOLLOUT | EPOLLHUP);
-	return true;
+	if (closed) {
+		sk_error_report(sk);
+		rs_wake(sk, EPOLLOUT | EPOLLHUP | EPOLLERR);
+	}
+	return closed;
 }
 
 int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
@@ -678,7 +690,7 @@ int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 	int err = 0;
 
 	sock_owned_by_me(sk);
-	if (rs_tx_peer_closed(rs)) {
+	if (len && rs_tx_peer_closed(rs)) {
 		iov_iter_advance(&msg->msg_iter, len);
 		return len;
 	}

@@ -240,7 +240,7 @@ TEST_F(race, uncork_after_the_peer_reset)
 	ASSERT_EQ(0, close(s));
 	ASSERT_NE(0, poll_one(c, POLLIN, 5000) & (POLLHUP | POLLERR));
 	if (variant->carrier == CARRIER_RDMASOCK) {
-		for (int i = 0; i < 500 && !torn_down(c); i++)
+		for (int i = 0; i < 3000 && !torn_down(c); i++)
 			poll_one(c, 0, 10);
 		ASSERT_TRUE(torn_down(c));
 	}
