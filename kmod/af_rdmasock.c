@@ -512,7 +512,7 @@ static __poll_t rs_poll_rdma(struct rs_sock *rs)
 	if (shutdown & RCV_SHUTDOWN)
 		mask |= EPOLLIN | EPOLLRDNORM | EPOLLRDHUP;
 	if (state != TCP_SYN_SENT) {
-		if (rs_rx_avail(rs) >= (u32)sock_rcvlowat(sk, 0, INT_MAX))
+		if (rs_rx_readable(rs, sock_rcvlowat(sk, 0, INT_MAX)))
 			mask |= EPOLLIN | EPOLLRDNORM;
 		/*
 		 * Writable when a write would not block: room, or it fails at once.  In CLOSE_WAIT

@@ -356,6 +356,7 @@ u32 rs_tx_space(struct rs_sock *rs);
 int rs_post_recvs(struct rs_sock *rs, u32 count);
 int rs_tx_error(struct rs_sock *rs);
 void rs_ctrl_defer(struct rs_sock *rs, enum rs_flag due, int err);
+bool rs_rx_readable(struct rs_sock *rs, int lowat);
 int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flags);
 u32 rs_rx_avail(struct rs_sock *rs);
 void rs_rx_announce(struct rs_sock *rs, bool force);

@@ -208,6 +208,24 @@ u32 rs_rx_avail(struct rs_sock *rs)
 }
 
 /*
+ * Enough to read, for poll: the low-water mark (SO_RCVLOWAT), or less when no more can come before
+ * this is read (as tcp_epollin_ready() under memory pressure): the ring is full, or the peer's
+ * writer waits for room (its WANT_CONSUMED).  A mark above the ring would otherwise never be met.
+ */
+bool rs_rx_readable(struct rs_sock *rs, int lowat)
+{
+	bool ready;
+	u32 avail;
+
+	spin_lock_bh(&rs->lock);
+	avail = test_bit(RS_F_ABORTED, &rs->flags) ? 0 : rs->rx_prod - rs->rx_cons;
+	ready = avail && (avail >= (u32)lowat || !rs_rx_room(rs) ||
+			  test_bit(RS_F_PEER_WANTS, &rs->flags));
+	spin_unlock_bh(&rs->lock);
+	return ready;
+}
+
+/*
  * Tell the peer how far we have read, in steps of a quarter ring.  That is enough to never stall
  * a writer whose window is the whole ring: it blocks only on a full ring, and a reader that
  * drained a full ring has a whole ring to announce.  A writer with a smaller window (SO_SNDBUF)
