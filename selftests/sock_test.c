@@ -524,21 +524,6 @@ TEST_F(pair, send_after_the_peer_closed)
 	ASSERT_EQ(0, recv(self->cfd, &c, 1, 0));
 }
 
-struct bulk {
-	int fd;
-	size_t len;
-	int err;
-};
-
-static void *bulk_writer(void *p)
-{
-	struct bulk *b = p;
-
-	if (write_pattern(b->fd, b->len, 3))
-		b->err = errno;
-	return NULL;
-}
-
 /*
  * TCP parity: SO_RCVLOWAT above what the receive side holds now (TCP grows its buffer to twice the
  * mark, and under memory pressure reports readable below it): an epoll-style reader that reads
@@ -547,29 +532,19 @@ static void *bulk_writer(void *p)
  */
 TEST_F(pair, rcvlowat_larger_than_the_buffer)
 {
+	struct stream_arg w = { .fd = self->sfd, .len = 1 << 20, .seed = 3, .chunk = 65536 };
 	int lowat = 512 << 10, got_lowat;
 	socklen_t olen = sizeof(got_lowat);
-	static unsigned char buf[1 << 20];
-	struct bulk b = { .fd = self->sfd, .len = 1 << 20 };
-	size_t got = 0;
 	pthread_t t;
-	ssize_t n;
 
 	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat)));
 	ASSERT_EQ(0, getsockopt(self->cfd, SOL_SOCKET, SO_RCVLOWAT, &got_lowat, &olen));
 	ASSERT_EQ(lowat, got_lowat);
-	ASSERT_EQ(0, pthread_create(&t, NULL, bulk_writer, &b));
+	ASSERT_EQ(0, pthread_create(&t, NULL, stream_writer, &w));
 	ASSERT_EQ(POLLIN, poll_one(self->cfd, POLLIN, 30000));
-	n = recv(self->cfd, buf, sizeof(buf), MSG_DONTWAIT);
-	ASSERT_LT(0, n);
-	for (size_t i = 0; i < (size_t)n; i++)
-		ASSERT_EQ(pattern_byte(i, 3), buf[i]);
-	got = n;
-	while (got < b.len && (n = recv(self->cfd, buf, sizeof(buf) - got, 0)) > 0)
-		got += n;
+	ASSERT_EQ(-1, stream_check(self->cfd, w.len, w.seed));
 	pthread_join(t, NULL);
-	ASSERT_EQ(0, b.err);
-	ASSERT_EQ(b.len, got);
+	ASSERT_EQ(0, w.err);
 }
 
 TEST_F(pair, poll_masks)
