@@ -106,6 +106,7 @@ static int rs_create(struct net *net, struct socket *sock, int protocol, int ker
 		return -EPROTONOSUPPORT;
 	sock->state = SS_UNCONNECTED;
 	sock->ops = &rs_proto_ops;
+	rs_set_custom_sockopt(sock);
 	return rs_alloc_sock(net, sock, kern) ? 0 : -ENOMEM;
 }
 
@@ -372,6 +373,7 @@ static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_a
 		sock_graft(&child->sk, newsock);
 		newsock->ops = &rs_proto_ops;
 		newsock->state = SS_CONNECTED;
+		rs_set_custom_sockopt(newsock);
 		return 0;
 	}
 	err = kernel_accept(rs->tcp, &tcp_child, O_NONBLOCK);
@@ -389,8 +391,14 @@ static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_a
 	}
 	newsock->ops = &rs_proto_ops;
 	newsock->state = SS_CONNECTED;
+	rs_set_custom_sockopt(newsock);
 	child->mode = RDMASOCK_MODE_TCP;
 	child->reason = RDMASOCK_REASON_PEER_TCP;
+	/*
+	 * Our listener's options, as an RDMA child takes them (rs_tcp_sync() passes them on); the
+	 * TCP child has most already, from our TCP listener at its handshake.
+	 */
+	rs_sol_inherit(&child->sk, &rs->sk);
 	/*
 	 * The state as TCP's, then mirrored by the callbacks.  Under the TCP socket's lock, no
 	 * change of state comes between reading it and hooking them.  Counted here, unless the
@@ -404,6 +412,7 @@ static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_a
 	}
 	rs_tcp_attach(child, tcp_child);
 	release_sock(tcp_child->sk);
+	rs_tcp_sync(child);
 	rs_count_fallback(sock_net(&rs->sk), RDMASOCK_REASON_PEER_TCP);
 	trace_rdmasock_accept(child);
 	return 0;
@@ -626,6 +635,15 @@ static int rs_setsockopt(struct socket *sock, int level, int optname, sockptr_t 
 	struct rs_sock *rs = rs_sk(sock->sk);
 	int err;
 
+	if (level == SOL_SOCKET) {
+		/* Only where the kernel lets us see these (rs_set_custom_sockopt()). */
+		err = sock_setsockopt(sock, level, optname, optval, optlen);
+		lock_sock(&rs->sk);
+		if (!err && rs->tcp)
+			rs_tcp_sync(rs);
+		release_sock(&rs->sk);
+		return err;
+	}
 	lock_sock(&rs->sk);
 	if (level == SOL_RDMASOCK) {
 		err = rs_setsockopt_rdmasock(rs, optname, optval, optlen);
@@ -649,6 +667,7 @@ static int rs_setsockopt(struct socket *sock, int level, int optname, sockptr_t 
 
 		rs->nodelay = !!(tp->nonagle & TCP_NAGLE_OFF);
 		rs->cork = !!(tp->nonagle & TCP_NAGLE_CORK);
+		rs->user_timeout = READ_ONCE(inet_csk(rs->tcp->sk)->icsk_user_timeout);
 		rs_keepalive_params(rs, tp);
 		if (optname == TCP_KEEPIDLE)
 			rs_keepalive_update(rs);

@@ -537,13 +537,12 @@ static struct rs_sock *rs_child_alloc(struct rs_sock *listener, struct rdma_cm_i
 	child = rs_alloc_sock(sock_net(&listener->sk), NULL, 0);
 	if (!child)
 		return NULL;
-	child->sk.sk_rcvbuf = READ_ONCE(listener->sk.sk_rcvbuf);
-	child->sk.sk_sndbuf = READ_ONCE(listener->sk.sk_sndbuf);
-	child->sk.sk_userlocks = listener->sk.sk_userlocks;
-	child->nodelay = listener->nodelay;
+	/* As a TCP child: the listener's socket options, TCP's and its own. */
+	rs_sol_inherit(&child->sk, &listener->sk);
+	child->nodelay = READ_ONCE(listener->nodelay);
+	child->cork = READ_ONCE(listener->cork);
+	child->user_timeout = READ_ONCE(listener->user_timeout);
 	child->no_fallback = listener->no_fallback;
-	/* As a TCP child, it inherits the listener's keepalive settings. */
-	sock_valbool_flag(&child->sk, SOCK_KEEPOPEN, sock_flag(&listener->sk, SOCK_KEEPOPEN));
 	child->ka_time = READ_ONCE(listener->ka_time);
 	child->ka_intvl = READ_ONCE(listener->ka_intvl);
 	child->ka_probes = READ_ONCE(listener->ka_probes);

@@ -19,4 +19,16 @@ struct rs_accept_arg {
 	bool kern;
 };
 
+/*
+ * SOL_SOCKET setsockopt: where the kernel offers it (6.6+), it comes to our setsockopt, which
+ * passes it on to our TCP socket at once; elsewhere it lands on our socket alone, and reaches the
+ * TCP socket before the next call delegated to it (rs_tcp_sync()).
+ */
+static inline void rs_set_custom_sockopt(struct socket *sock)
+{
+#ifdef RDMASOCK_SOCK_CUSTOM_SOCKOPT
+	set_bit(SOCK_CUSTOM_SOCKOPT, &sock->flags);
+#endif
+}
+
 #endif /* RDMASOCK_COMPAT_H */

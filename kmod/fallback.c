@@ -194,23 +194,115 @@ void rs_tcp_detach(struct rs_sock *rs)
 /* ---- options ---- */
 
 /*
- * SOL_SOCKET options land on the rdmasock socket (the syscall layer sets them there directly):
- * copy the ones TCP acts on.  Cheap enough to run before every call delegated to TCP.
+ * The SOL_SOCKET state a TCP socket acts on, and a TCP child inherits from its listener (its clone
+ * copies all of it).  SO_KEEPALIVE is apart: it has side effects (rs_tcp_set_keepalive).  Buffer
+ * sizes only when the user set them: otherwise TCP tunes its own.
+ */
+#define RS_SOL_FLAGS	(BIT(SOCK_LINGER) | BIT(SOCK_URGINLINE) | BIT(SOCK_LOCALROUTE))
+#define RS_BUF_LOCKS	(SOCK_SNDBUF_LOCK | SOCK_RCVBUF_LOCK)
+
+/* What a TCP socket must redo after a copy, as sock_setsockopt() does it. */
+#define RS_SOL_REDO_WSPACE	BIT(0)	/* SO_SNDBUF: writers may have room now */
+#define RS_SOL_REDO_ROUTE	BIT(1)	/* SO_MARK, SO_BINDTODEVICE: the cached route is stale */
+#define RS_SOL_REDO_PACING	BIT(2)	/* SO_MAX_PACING_RATE: pacing is wanted, at most that */
+
+static bool rs_sol_differs(const struct sock *src, const struct sock *dst)
+{
+	return READ_ONCE(dst->sk_rcvtimeo) != READ_ONCE(src->sk_rcvtimeo) ||
+	       READ_ONCE(dst->sk_sndtimeo) != READ_ONCE(src->sk_sndtimeo) ||
+	       READ_ONCE(dst->sk_rcvlowat) != READ_ONCE(src->sk_rcvlowat) ||
+	       READ_ONCE(dst->sk_lingertime) != READ_ONCE(src->sk_lingertime) ||
+	       ((READ_ONCE(dst->sk_flags) ^ READ_ONCE(src->sk_flags)) & RS_SOL_FLAGS) ||
+	       dst->sk_reuse != src->sk_reuse || dst->sk_reuseport != src->sk_reuseport ||
+	       ((dst->sk_userlocks ^ src->sk_userlocks) & RS_BUF_LOCKS) ||
+	       ((src->sk_userlocks & SOCK_RCVBUF_LOCK) &&
+		READ_ONCE(dst->sk_rcvbuf) != READ_ONCE(src->sk_rcvbuf)) ||
+	       ((src->sk_userlocks & SOCK_SNDBUF_LOCK) &&
+		READ_ONCE(dst->sk_sndbuf) != READ_ONCE(src->sk_sndbuf)) ||
+	       READ_ONCE(dst->sk_priority) != READ_ONCE(src->sk_priority) ||
+	       READ_ONCE(dst->sk_mark) != READ_ONCE(src->sk_mark) ||
+	       READ_ONCE(dst->sk_bound_dev_if) != READ_ONCE(src->sk_bound_dev_if) ||
+	       READ_ONCE(dst->sk_max_pacing_rate) != READ_ONCE(src->sk_max_pacing_rate);
+}
+
+/* Copy it; @dst is locked or not yet visible to anyone.  Returns what a TCP socket must redo. */
+static unsigned int rs_sol_copy(struct sock *dst, const struct sock *src)
+{
+	unsigned int redo = 0;
+
+	WRITE_ONCE(dst->sk_rcvtimeo, READ_ONCE(src->sk_rcvtimeo));
+	WRITE_ONCE(dst->sk_sndtimeo, READ_ONCE(src->sk_sndtimeo));
+	WRITE_ONCE(dst->sk_rcvlowat, READ_ONCE(src->sk_rcvlowat));
+	WRITE_ONCE(dst->sk_lingertime, READ_ONCE(src->sk_lingertime));
+	sock_valbool_flag(dst, SOCK_LINGER, sock_flag(src, SOCK_LINGER));
+	sock_valbool_flag(dst, SOCK_URGINLINE, sock_flag(src, SOCK_URGINLINE));
+	sock_valbool_flag(dst, SOCK_LOCALROUTE, sock_flag(src, SOCK_LOCALROUTE));
+	dst->sk_reuse = src->sk_reuse;
+	dst->sk_reuseport = src->sk_reuseport;
+	dst->sk_userlocks &= ~RS_BUF_LOCKS;
+	dst->sk_userlocks |= src->sk_userlocks & RS_BUF_LOCKS;
+	if (src->sk_userlocks & SOCK_RCVBUF_LOCK)
+		WRITE_ONCE(dst->sk_rcvbuf, READ_ONCE(src->sk_rcvbuf));
+	if ((src->sk_userlocks & SOCK_SNDBUF_LOCK) &&
+	    READ_ONCE(dst->sk_sndbuf) != READ_ONCE(src->sk_sndbuf)) {
+		WRITE_ONCE(dst->sk_sndbuf, READ_ONCE(src->sk_sndbuf));
+		redo |= RS_SOL_REDO_WSPACE;
+	}
+	WRITE_ONCE(dst->sk_priority, READ_ONCE(src->sk_priority));
+	if (READ_ONCE(dst->sk_mark) != READ_ONCE(src->sk_mark) ||
+	    READ_ONCE(dst->sk_bound_dev_if) != READ_ONCE(src->sk_bound_dev_if)) {
+		WRITE_ONCE(dst->sk_mark, READ_ONCE(src->sk_mark));
+		WRITE_ONCE(dst->sk_bound_dev_if, READ_ONCE(src->sk_bound_dev_if));
+		redo |= RS_SOL_REDO_ROUTE;
+	}
+	if (READ_ONCE(dst->sk_max_pacing_rate) != READ_ONCE(src->sk_max_pacing_rate)) {
+		WRITE_ONCE(dst->sk_max_pacing_rate, READ_ONCE(src->sk_max_pacing_rate));
+		redo |= RS_SOL_REDO_PACING;
+	}
+	return redo;
+}
+
+/*
+ * SOL_SOCKET options land on the rdmasock socket: copy the ones TCP acts on, as sock_setsockopt()
+ * would have set them there.  Runs when the kernel lets us see the option set (SOCK_CUSTOM_SOCKOPT)
+ * and before every call delegated to TCP; cheap when nothing changed.
  */
 static void rs_tcp_sync_sk(struct sock *sk, struct sock *tsk)
 {
-	WRITE_ONCE(tsk->sk_rcvtimeo, READ_ONCE(sk->sk_rcvtimeo));
-	WRITE_ONCE(tsk->sk_sndtimeo, READ_ONCE(sk->sk_sndtimeo));
-	WRITE_ONCE(tsk->sk_rcvlowat, READ_ONCE(sk->sk_rcvlowat));
-	if (sock_flag(sk, SOCK_LINGER) != sock_flag(tsk, SOCK_LINGER) ||
-	    tsk->sk_lingertime != sk->sk_lingertime) {
+	unsigned int redo;
+
+	if (rs_sol_differs(sk, tsk)) {
 		lock_sock(tsk);
-		tsk->sk_lingertime = sk->sk_lingertime;
-		sock_valbool_flag(tsk, SOCK_LINGER, sock_flag(sk, SOCK_LINGER));
+		redo = rs_sol_copy(tsk, sk);
+		if (redo & RS_SOL_REDO_ROUTE)
+			sk_dst_reset(tsk);
+		if (redo & RS_SOL_REDO_WSPACE)
+			tsk->sk_write_space(tsk);
+		if (redo & RS_SOL_REDO_PACING) {
+			unsigned long max = READ_ONCE(tsk->sk_max_pacing_rate);
+
+			if (max != ~0UL)
+				cmpxchg(&tsk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
+			WRITE_ONCE(tsk->sk_pacing_rate, min(READ_ONCE(tsk->sk_pacing_rate), max));
+		}
 		release_sock(tsk);
 	}
 	if (sock_flag(sk, SOCK_KEEPOPEN) != sock_flag(tsk, SOCK_KEEPOPEN))
 		rs_tcp_set_keepalive(tsk, sock_flag(sk, SOCK_KEEPOPEN));
+}
+
+/*
+ * A child takes from our listener what a TCP child takes from its listener, RDMA and TCP children
+ * alike (rs_tcp_sync() then passes it on to a TCP child).  @child is not visible yet.
+ */
+void rs_sol_inherit(struct sock *child, const struct sock *from)
+{
+	rs_sol_copy(child, from);
+	WRITE_ONCE(child->sk_priority, 0);	/* as sk_clone_lock() */
+	child->sk_userlocks = from->sk_userlocks & RS_BUF_LOCKS;
+	WRITE_ONCE(child->sk_rcvbuf, READ_ONCE(from->sk_rcvbuf));
+	WRITE_ONCE(child->sk_sndbuf, READ_ONCE(from->sk_sndbuf));
+	sock_valbool_flag(child, SOCK_KEEPOPEN, sock_flag(from, SOCK_KEEPOPEN));
 }
 
 /* SO_KEEPALIVE on the TCP socket, as sk_setsockopt() does it. */
@@ -228,42 +320,27 @@ void rs_tcp_sync(struct rs_sock *rs)
 	rs_tcp_sync_sk(&rs->sk, rs->tcp->sk);
 }
 
+/*
+ * A new TCP socket takes our SOL_SOCKET state and the TCP-level settings we mirror (set on an
+ * earlier TCP socket of another family, or inherited from the listener by an RDMA child).
+ */
 static void rs_tcp_init_opts(struct rs_sock *rs, struct socket *tcp)
 {
-	struct sock *sk = &rs->sk, *tsk = tcp->sk;
+	struct sock *tsk = tcp->sk;
 
-	lock_sock(tsk);
-	tsk->sk_reuse = sk->sk_reuse;
-	tsk->sk_reuseport = sk->sk_reuseport;
-	tsk->sk_userlocks = sk->sk_userlocks;
-	if (sk->sk_userlocks & SOCK_RCVBUF_LOCK)
-		WRITE_ONCE(tsk->sk_rcvbuf, sk->sk_rcvbuf);
-	if (sk->sk_userlocks & SOCK_SNDBUF_LOCK)
-		WRITE_ONCE(tsk->sk_sndbuf, sk->sk_sndbuf);
-	tsk->sk_priority = sk->sk_priority;
-	tsk->sk_mark = sk->sk_mark;
-	tsk->sk_bound_dev_if = sk->sk_bound_dev_if;
-	release_sock(tsk);
-	rs_tcp_sync_sk(sk, tsk);
-}
-
-/* Carry TCP-level settings over when the TCP socket is re-made for another family. */
-static void rs_tcp_copy_tcp_opts(struct socket *from, struct socket *to)
-{
-	struct tcp_sock *tp = tcp_sk(from->sk);
-
-	if (tp->nonagle & TCP_NAGLE_OFF)
-		tcp_sock_set_nodelay(to->sk);
-	if (tp->nonagle & TCP_NAGLE_CORK)
-		tcp_sock_set_cork(to->sk, true);
-	if (tp->keepalive_time)
-		tcp_sock_set_keepidle(to->sk, tp->keepalive_time / HZ);
-	if (tp->keepalive_intvl)
-		tcp_sock_set_keepintvl(to->sk, tp->keepalive_intvl / HZ);
-	if (tp->keepalive_probes)
-		tcp_sock_set_keepcnt(to->sk, tp->keepalive_probes);
-	if (inet_csk(from->sk)->icsk_user_timeout)
-		tcp_sock_set_user_timeout(to->sk, inet_csk(from->sk)->icsk_user_timeout);
+	rs_tcp_sync_sk(&rs->sk, tsk);
+	if (rs->nodelay)
+		tcp_sock_set_nodelay(tsk);
+	if (rs->cork)
+		tcp_sock_set_cork(tsk, true);
+	if (rs->ka_time)
+		tcp_sock_set_keepidle(tsk, rs->ka_time / HZ);
+	if (rs->ka_intvl)
+		tcp_sock_set_keepintvl(tsk, rs->ka_intvl / HZ);
+	if (rs->ka_probes)
+		tcp_sock_set_keepcnt(tsk, rs->ka_probes);
+	if (rs->user_timeout)
+		tcp_sock_set_user_timeout(tsk, rs->user_timeout);
 }
 
 /*
@@ -279,16 +356,16 @@ int rs_tcp_ensure(struct rs_sock *rs, int family)
 	sock_owned_by_me(&rs->sk);
 	if (rs->tcp && (rs->tcp->sk->sk_family == family || inet_sk(rs->tcp->sk)->inet_num ||
 			rs->tcp->sk->sk_state != TCP_CLOSE || rs->mode != RDMASOCK_MODE_NONE ||
-			rs->tcp_final))
+			rs->tcp_final)) {
+		rs_tcp_sync(rs);	/* bind, listen, connect: with what was set since */
 		return 0;
+	}
 	err = __sock_create(sock_net(&rs->sk), family, SOCK_STREAM, IPPROTO_TCP, &tcp, 0);
 	if (err)
 		return err;
 	rs_tcp_init_opts(rs, tcp);
-	if (rs->tcp) {
-		rs_tcp_copy_tcp_opts(rs->tcp, tcp);
+	if (rs->tcp)
 		rs_tcp_detach(rs);
-	}
 	rs_tcp_attach(rs, tcp);
 	return 0;
 }

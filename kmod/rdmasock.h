@@ -147,8 +147,9 @@ struct rs_sock {
 	u8 reason;			/* enum rdmasock_fallback_reason */
 	bool no_fallback;
 	bool force_tcp;
-	bool nodelay;
-	bool cork;
+	bool nodelay;			/* TCP-level settings mirrored from rs->tcp, */
+	bool cork;			/* for the RDMA path and for each TCP socket */
+	u32 user_timeout;		/* we make (TCP_USER_TIMEOUT, ms) */
 	struct socket *tcp;		/* kernel TCP: port owner, fallback carrier, listener */
 
 	/* RDMA resources (cm.c, ring.c).  Changed only in process context under lock_sock. */
@@ -392,6 +393,7 @@ void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp);
 bool rs_tcp_foreign(struct socket *tcp);
 void rs_tcp_detach(struct rs_sock *rs);
 void rs_tcp_sync(struct rs_sock *rs);
+void rs_sol_inherit(struct sock *child, const struct sock *from);
 bool rs_neg_cache_hit(const struct net *net, const struct sockaddr *addr);
 void rs_neg_cache_add(const struct net *net, const struct sockaddr *addr);
 void rs_neg_cache_exit(void);

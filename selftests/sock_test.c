@@ -15,6 +15,12 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <linux/sockios.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/tcp.h>
+#include <net/if.h>
 #include "lib.h"
 #include "kselftest_harness.h"
 
@@ -1404,6 +1410,254 @@ TEST_F(lone, absurd_buffer_sizes_are_clamped)
 	ASSERT_EQ(0, a.err);
 	close(s);
 	close(lfd);
+}
+
+/* ---- socket options: set late, inherited, and on the TCP socket that carries the bytes ---- */
+
+/* What the kernel's TCP socket with @fd's addresses holds (sock_diag, as ss(8) shows it). */
+struct tcp_diag {
+	unsigned int ifindex, mark, priority, rcvbuf, sndbuf;
+};
+
+static int tcp_diag(int fd, struct tcp_diag *out)
+{
+	struct sockaddr_storage me, peer;
+	socklen_t l = sizeof(me);
+	struct {
+		struct nlmsghdr nh;
+		struct inet_diag_req_v2 req;
+	} q = {
+		.nh = { .nlmsg_len = sizeof(q), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
+		.req = { .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0U,
+			 .idiag_ext = 1 << (INET_DIAG_SKMEMINFO - 1) | 1 << (INET_DIAG_TCLASS - 1) },
+	};
+	static char buf[1 << 16];
+	int nl, found = -1;
+	ssize_t n;
+
+	if (getsockname(fd, (struct sockaddr *)&me, &l))
+		return -1;
+	l = sizeof(peer);
+	if (getpeername(fd, (struct sockaddr *)&peer, &l))
+		return -1;
+	q.req.sdiag_family = me.ss_family;
+	nl = socket(AF_NETLINK, SOCK_DGRAM, NETLINK_SOCK_DIAG);
+	if (nl < 0 || send(nl, &q, sizeof(q), 0) != sizeof(q))
+		goto out;
+	while ((n = recv(nl, buf, sizeof(buf), 0)) > 0) {
+		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
+			struct inet_diag_msg *m = NLMSG_DATA(h);
+			int alen = h->nlmsg_len - NLMSG_LENGTH(sizeof(*m));
+
+			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR)
+				goto out;
+			if (ntohs(m->id.idiag_sport) != addr_port(&me) ||
+			    ntohs(m->id.idiag_dport) != addr_port(&peer))
+				continue;
+			memset(out, 0, sizeof(*out));
+			out->ifindex = m->id.idiag_if;
+			for (struct rtattr *a = (void *)(m + 1); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
+				unsigned int *v = RTA_DATA(a);
+
+				if (a->rta_type == INET_DIAG_MARK)
+					out->mark = *v;
+				else if (a->rta_type == INET_DIAG_CLASS_ID)
+					out->priority = *v;
+				else if (a->rta_type == INET_DIAG_SKMEMINFO) {
+					out->rcvbuf = v[SK_MEMINFO_RCVBUF];
+					out->sndbuf = v[SK_MEMINFO_SNDBUF];
+				}
+			}
+			found = 0;
+		}
+	}
+out:
+	if (nl >= 0)
+		close(nl);
+	return found;
+}
+
+static int getint(int fd, int level, int opt)
+{
+	int val = -1;
+	socklen_t len = sizeof(val);
+
+	return getsockopt(fd, level, opt, &val, &len) ? -errno : val;
+}
+
+/*
+ * TCP (its clone of the listener, then tcp_create_openreq_child()): an accepted socket starts with
+ * its listener's socket options and TCP settings, but SO_PRIORITY (sk_clone_lock() clears it).  Set
+ * before and after listen(): a child takes what its listener had when it connected.
+ */
+static const struct { int level, opt, val; } inherited[] = {
+	{ SOL_SOCKET, SO_KEEPALIVE, 1 }, { SOL_SOCKET, SO_RCVBUF, 48000 },
+	{ SOL_SOCKET, SO_SNDBUF, 56000 }, { SOL_SOCKET, SO_MARK, 0x2a },
+	{ SOL_SOCKET, SO_RCVLOWAT, 3 }, { SOL_SOCKET, SO_OOBINLINE, 1 },
+	{ SOL_TCP, TCP_NODELAY, 1 }, { SOL_TCP, TCP_KEEPIDLE, 77 }, { SOL_TCP, TCP_KEEPINTVL, 11 },
+	{ SOL_TCP, TCP_KEEPCNT, 4 }, { SOL_TCP, TCP_USER_TIMEOUT, 23000 },
+};
+
+static void check_inherited(struct __test_metadata *_metadata, int lfd, int s)
+{
+	struct timeval tv, ltv;
+	struct linger lg;
+	socklen_t l;
+
+	for (size_t i = 0; i < sizeof(inherited) / sizeof(inherited[0]); i++) {
+		TH_LOG("option %d/%d", inherited[i].level, inherited[i].opt);
+		ASSERT_EQ(getint(lfd, inherited[i].level, inherited[i].opt),
+			  getint(s, inherited[i].level, inherited[i].opt));
+	}
+	l = sizeof(tv);
+	ASSERT_EQ(0, getsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, &l));
+	ASSERT_EQ(0, getsockopt(lfd, SOL_SOCKET, SO_RCVTIMEO, &ltv, &l));
+	ASSERT_EQ(ltv.tv_sec, tv.tv_sec);
+	ASSERT_EQ(0, getsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, &l));
+	ASSERT_EQ(3, tv.tv_sec);
+	l = sizeof(lg);
+	ASSERT_EQ(0, getsockopt(s, SOL_SOCKET, SO_LINGER, &lg, &l));
+	ASSERT_EQ(1, lg.l_onoff);
+	ASSERT_EQ(9, lg.l_linger);
+	ASSERT_EQ(5, getint(lfd, SOL_SOCKET, SO_PRIORITY));
+	ASSERT_EQ(0, getint(s, SOL_SOCKET, SO_PRIORITY));
+}
+
+TEST_F(lone, accepted_children_inherit_the_listeners_options)
+{
+	struct timeval rcv = { .tv_sec = 7 }, snd = { .tv_sec = 3 };
+	struct linger lg = { .l_onoff = 1, .l_linger = 9 };
+	struct sockaddr_storage ss;
+	socklen_t len = host_addr(variant->af, &ss, 0);
+	struct tcp_diag d;
+	size_t half = sizeof(inherited) / sizeof(inherited[0]) / 2;
+	int prio = 5;
+
+	ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_PRIORITY, &prio, sizeof(prio)));
+	for (size_t i = 0; i < half; i++)
+		ASSERT_EQ(0, setsockopt(self->fd, inherited[i].level, inherited[i].opt,
+					&inherited[i].val, sizeof(int)));
+	ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_RCVTIMEO, &rcv, sizeof(rcv)));
+	ASSERT_EQ(0, bind(self->fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(0, listen(self->fd, 4));
+	ASSERT_EQ(0, getsockname(self->fd, (struct sockaddr *)&ss, &len));
+	for (size_t i = half; i < sizeof(inherited) / sizeof(inherited[0]); i++)
+		ASSERT_EQ(0, setsockopt(self->fd, inherited[i].level, inherited[i].opt,
+					&inherited[i].val, sizeof(int)));
+	ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof(snd)));
+	ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	/* A client of the variant's carrier; for rdmasock also a plain TCP one (a TCP child). */
+	for (int k = 0; k < (variant->carrier == CARRIER_TCP ? 1 : 2); k++) {
+		enum carrier cc = k ? CARRIER_TCP : variant->carrier;
+		int c = socket(carrier_family(cc, variant->af), SOCK_STREAM, 0), s;
+
+		ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+		s = accept(self->fd, NULL, NULL);
+		ASSERT_LE(0, s);
+		ASSERT_TRUE(carried_as_expected(cc, s));
+		check_inherited(_metadata, self->fd, s);
+		if (cc == CARRIER_TCP) {
+			/* And the TCP socket carrying the bytes has them (rdmasock: behind s). */
+			ASSERT_EQ(1, send(s, "i", 1, 0));
+			ASSERT_EQ(0, tcp_diag(s, &d));
+			ASSERT_EQ(0x2a, d.mark);
+			ASSERT_EQ(0, d.priority);
+			ASSERT_EQ(96000, d.rcvbuf);
+			ASSERT_EQ(112000, d.sndbuf);
+		}
+		close(s);
+		close(c);
+	}
+}
+
+/*
+ * SOL_SOCKET options set once the connection is up reach the TCP socket under it, as they do on
+ * TCP (rdmasock: a connection that fell back to TCP; where SOL_SOCKET does not come to the family,
+ * 6.1, they reach it with the next call, here the send).  Binding the connection to "lo" last: TCP
+ * then loses its way to the peer's address on eth0, so nothing is sent after it.
+ */
+TEST_F(lone, options_set_on_a_connection_reach_its_tcp_socket)
+{
+	int prio = 4, mark = 0x33, rb = 20000, sb = 30000, s;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd = make_listener(CARRIER_TCP, variant->af, &ss, &len);
+	struct tcp_diag d;
+	char c;
+
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, connect(self->fd, (struct sockaddr *)&ss, len));
+	if (variant->carrier == CARRIER_RDMASOCK)
+		ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(self->fd, RDMASOCK_MODE));
+	s = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_PRIORITY, &prio, sizeof(prio)));
+	ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)));
+	ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof(rb)));
+	ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof(sb)));
+	ASSERT_EQ(1, send(self->fd, "o", 1, 0));
+	ASSERT_EQ(1, recv(s, &c, 1, 0));
+	ASSERT_EQ(0, tcp_diag(self->fd, &d));
+	ASSERT_EQ(mark, d.mark);
+	ASSERT_EQ(prio, d.priority);
+	ASSERT_EQ(2 * rb, d.rcvbuf);
+	ASSERT_EQ(2 * sb, d.sndbuf);
+	ASSERT_EQ(0, d.ifindex);
+	ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_BINDTODEVICE, "lo", 3));
+	ASSERT_EQ(-1, recv(self->fd, &c, 1, MSG_DONTWAIT));	/* (the next call, on 6.1) */
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, tcp_diag(self->fd, &d));
+	ASSERT_EQ(if_nametoindex("lo"), d.ifindex);
+	close(s);
+	close(lfd);
+}
+
+/*
+ * The restart of a server whose old connection is still open: SO_REUSEADDR lets the new listener
+ * bind the port (TCP: inet_csk_bind_conflict()), also when a protocol option came first.
+ */
+TEST_F(lone, reuseaddr_after_a_protocol_option_lets_a_server_restart)
+{
+	int one = 1, zero = 0, tos = 0x10, c, s, n, a;
+	struct sockaddr_storage ss;
+	socklen_t len = host_addr(variant->af, &ss, 0);
+	char ch;
+
+	ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	ASSERT_EQ(0, bind(self->fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(0, listen(self->fd, 4));
+	ASSERT_EQ(0, getsockname(self->fd, (struct sockaddr *)&ss, &len));
+	/* A plain TCP client: its accepted end is a TCP socket on the port, for every variant. */
+	c = socket(variant->af, SOCK_STREAM, 0);
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+	s = accept(self->fd, NULL, NULL);
+	ASSERT_LE(0, s);
+	close(self->fd);
+	self->fd = socket(carrier_family(variant->carrier, variant->af), SOCK_STREAM, 0);
+	if (variant->af == AF_INET6)
+		n = setsockopt(self->fd, SOL_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	else
+		n = setsockopt(self->fd, SOL_IP, IP_TOS, &tos, sizeof(tos));
+	ASSERT_EQ(0, n);
+	ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	ASSERT_EQ(0, bind(self->fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(0, listen(self->fd, 4));
+	n = socket(carrier_family(variant->carrier, variant->af), SOCK_STREAM, 0);
+	ASSERT_EQ(0, connect(n, (struct sockaddr *)&ss, len));
+	a = accept(self->fd, NULL, NULL);
+	ASSERT_LE(0, a);
+	ASSERT_TRUE(carried_as_expected(variant->carrier, a));
+	ASSERT_EQ(1, send(n, "r", 1, 0));
+	ASSERT_EQ(1, recv(a, &ch, 1, 0));
+	/* The old connection is untouched. */
+	ASSERT_EQ(1, send(c, "o", 1, 0));
+	ASSERT_EQ(1, recv(s, &ch, 1, 0));
+	ASSERT_EQ('o', ch);
+	close(a);
+	close(n);
+	close(s);
+	close(c);
 }
 
 TEST_HARNESS_MAIN
