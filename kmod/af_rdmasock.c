@@ -87,7 +87,7 @@ struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern)
 	INIT_LIST_HEAD(&rs->dev_node);
 	INIT_DELAYED_WORK(&rs->connect_work, rs_connect_work);
 	INIT_WORK(&rs->teardown_work, rs_teardown_work);
-	INIT_WORK(&rs->close_work, rs_close_work);
+	INIT_DELAYED_WORK(&rs->close_work, rs_close_work);
 	rs_keepalive_init(rs);
 	rs_tx_init(rs);
 	rs_grow_init(rs);

@@ -4,7 +4,9 @@
  *
  *   shutdown(SHUT_WR)  -> FIN (signaled SEND); the peer reads what is left, then 0.
  *   close()            -> FIN, or RESET when unread data is dropped or SO_LINGER is {1, 0};
- *                         close_work waits (bounded) for that WR to complete, then disconnects.
+ *                         close_work lets the orphan deliver what is staged and that WR (as
+ *                         long as the peer takes bytes or lives, bounded as TCP bounds orphans),
+ *                         then disconnects.
  *   peer gone, CQ error, protocol violation, device removal
  *                      -> rs_abort(): error recorded, everyone woken, teardown_work frees.
  * Teardown always runs in process context under lock_sock, never inside the id's own CM handler.
@@ -13,7 +15,29 @@
 #include "rdmasock.h"
 #include "trace.h"
 
-#define RS_CLOSE_TIMEOUT	(10 * HZ)
+/*
+ * After close(), the last bytes and the FIN still go to the peer, as an orphaned TCP socket still
+ * delivers them: close_work waits RS_CLOSE_WAIT in place for that (the common case: a FIN in
+ * flight), then checks every RS_ORPHAN_CHECK, for as long as the peer keeps taking bytes or stays
+ * alive (the persist probes find a dead one).  As TCP bounds its orphans: at most max_orphans at a
+ * time (tcp_max_orphans; beyond, the close resets), and TCP_USER_TIMEOUT, if set, without the peer
+ * taking a byte ends one (a reset too).
+ */
+#define RS_CLOSE_WAIT		(HZ / 5)
+#define RS_ORPHAN_CHECK		(HZ / 4)
+
+static unsigned int rs_max_orphans = 4096;
+module_param_named(max_orphans, rs_max_orphans, uint, 0644);
+MODULE_PARM_DESC(max_orphans,
+		 "closed connections still delivering their last bytes, at most (as tcp_max_orphans)");
+
+static atomic_t rs_orphans = ATOMIC_INIT(0);
+
+/* Closed connections still delivering now (/proc/net/rdmasock_stat). */
+int rs_orphan_count(void)
+{
+	return atomic_read(&rs_orphans);
+}
 
 /*
  * A connect() still being set up (our ESTABLISHED, not yet the peer's READY) fails: that is its
@@ -193,12 +217,56 @@ int rs_shutdown(struct rs_sock *rs, int how)
 	return err;
 }
 
-/* close_work: let the FIN or RESET reach the peer (bounded), then free everything. */
+/* Does the orphan stay?  False when it must be reset: too many, or its user timeout ran out. */
+static bool rs_orphan_keep(struct rs_sock *rs)
+{
+	struct net *net = sock_net(&rs->sk);
+	u32 done;
+
+	if (!rs->orphan_counted) {
+		if (atomic_inc_return(&rs_orphans) > READ_ONCE(rs_max_orphans)) {
+			atomic_dec(&rs_orphans);
+			rs_count(net, RS_CNT_ORPHAN_DROPPED);
+			return false;
+		}
+		rs->orphan_counted = true;
+		rs->orphan_progress = jiffies;
+	}
+	spin_lock_bh(&rs->lock);
+	done = rs->sq_done;		/* the peer's HCA acknowledged our work requests */
+	spin_unlock_bh(&rs->lock);
+	if (done != rs->orphan_done) {
+		rs->orphan_done = done;
+		rs->orphan_progress = jiffies;
+	} else if (rs->user_timeout &&
+		   time_after(jiffies, rs->orphan_progress + msecs_to_jiffies(rs->user_timeout))) {
+		rs_count(net, RS_CNT_ORPHAN_TIMEOUT);
+		return false;
+	}
+	/*
+	 * Something is in flight (else tx is idle): a peer that died fails it (RC retries), one that
+	 * lives but takes nothing keeps it (RNR, retried for ever), as a zero window keeps TCP's.
+	 */
+	return true;
+}
+
+/*
+ * close_work: the FIN or RESET reaches the peer, after the bytes still staged while the socket is
+ * an orphan; then everything is freed.  It owns the socket's last reference; nothing else queues it.
+ */
 void rs_close_work(struct work_struct *work)
 {
-	struct rs_sock *rs = container_of(work, struct rs_sock, close_work);
+	struct rs_sock *rs = container_of(to_delayed_work(work), struct rs_sock, close_work);
 
-	wait_event_timeout(rs->close_wait, rs_tx_idle(rs), RS_CLOSE_TIMEOUT);
+	if (!rs->orphan_counted)
+		wait_event_timeout(rs->close_wait, rs_tx_idle(rs), RS_CLOSE_WAIT);
+	if (!rs_tx_idle(rs) && rs_orphan_keep(rs)) {
+		queue_delayed_work(rs_wq, &rs->close_work, RS_ORPHAN_CHECK);
+		return;
+	}
+	if (rs->orphan_counted)
+		atomic_dec(&rs_orphans);
+	/* Bytes still staged are lost: the disconnect without our FIN is a reset for the peer. */
 	lock_sock(&rs->sk);
 	rs_teardown_rdma(rs, false);
 	release_sock(&rs->sk);
@@ -219,9 +287,13 @@ void rs_release(struct rs_sock *rs)
 		rs_tcp_detach(rs);
 	if (rs_rdma_live(rs)) {
 		/* Unread data or SO_LINGER {1, 0}: reset the peer, as TCP sends an RST. */
-		if (rs_rx_avail(rs) || (sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime))
+		if (rs_rx_avail(rs) || (sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime)) {
+			/* What was not sent yet never is (an orphan has nothing to deliver). */
+			spin_lock_bh(&rs->lock);
+			rs->tx_staged = rs->tx_prod;
+			spin_unlock_bh(&rs->lock);
 			rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_RESET, true);
-		else
+		} else
 			rs_send_fin(rs);
 	}
 	rdma = rs->cm_id || rs->qp;
@@ -237,5 +309,5 @@ void rs_release(struct rs_sock *rs)
 	if (sock_flag(sk, SOCK_LINGER) && sk->sk_lingertime)
 		wait_event_interruptible_timeout(rs->close_wait, rs_tx_idle(rs), sk->sk_lingertime);
 	/* The socket's reference now belongs to close_work. */
-	queue_work(rs_wq, &rs->close_work);
+	queue_delayed_work(rs_wq, &rs->close_work, 0);
 }

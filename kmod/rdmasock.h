@@ -263,9 +263,12 @@ struct rs_sock {
 	struct delayed_work push_work;		/* cork ceiling; SQ-full retry */
 	struct delayed_work connect_work;	/* connect outcome, fallback, timeout */
 	struct work_struct teardown_work;	/* device removal, child abort */
-	struct work_struct close_work;		/* close after release() */
+	struct delayed_work close_work;		/* close after release(); an orphan's checks */
 	struct work_struct qp_err_work;		/* a fatal QP event, from any context */
 	wait_queue_head_t close_wait;		/* close_work waits here for FIN's completion */
+	unsigned long orphan_progress;		/* an orphan (close.c): jiffies when sq_done */
+	u32 orphan_done;			/* last moved, to this */
+	bool orphan_counted;			/* counted in rs_orphans */
 
 	/* The TCP socket's own callbacks, which ours wrap (fallback.c). */
 	void (*tcp_cb[RS_TCP_NR_CB])(struct sock *sk);
@@ -368,6 +371,7 @@ void rs_send_fin(struct rs_sock *rs);
 void rs_release(struct rs_sock *rs);
 void rs_teardown_rdma(struct rs_sock *rs, bool in_handler);
 void rs_close_work(struct work_struct *work);
+int rs_orphan_count(void);
 void rs_teardown_work(struct work_struct *work);
 
 /* keepalive.c */
@@ -415,6 +419,8 @@ enum rs_counter {
 	RS_CNT_KEEPALIVE_TIMEOUT,
 	RS_CNT_RDMA_PORT_TAKEN,
 	RS_CNT_CTRL_DEFERRED,	/* a control message found the SQ full: a completion sends it */
+	RS_CNT_ORPHAN_DROPPED,	/* a close beyond max_orphans reset its connection */
+	RS_CNT_ORPHAN_TIMEOUT,	/* an orphan's peer took nothing for TCP_USER_TIMEOUT: reset */
 	RS_CNT_WC_ERR,		/* + ib_wc_status: RS_CNT_WC_ERR + status */
 	RS_CNT_MAX = RS_CNT_WC_ERR + IB_WC_GENERAL_ERR + 1
 };

@@ -69,6 +69,8 @@ static const char * const rs_counter_names[RS_CNT_WC_ERR] = {
 	[RS_CNT_KEEPALIVE_TIMEOUT] = "keepalive_timeouts",
 	[RS_CNT_RDMA_PORT_TAKEN] = "listen_rdma_port_taken",
 	[RS_CNT_CTRL_DEFERRED] = "ctrl_deferred_sq_full",
+	[RS_CNT_ORPHAN_DROPPED] = "orphans_dropped",
+	[RS_CNT_ORPHAN_TIMEOUT] = "orphans_timed_out",
 };
 
 /* ---- counters ---- */
@@ -156,6 +158,8 @@ static int rs_stat_show(struct seq_file *seq, void *v)
 	/* A gauge, module-wide (both columns): pages all rings pin now, within tcp_mem[2]. */
 	seq_printf(seq, "ring_pages_pinned %ld %ld\n", rs_ring_pinned_pages(),
 		   rs_ring_pinned_pages());
+	/* And closed connections still delivering their last bytes, within max_orphans. */
+	seq_printf(seq, "orphans %d %d\n", rs_orphan_count(), rs_orphan_count());
 	return 0;
 }
 

@@ -20,6 +20,10 @@
  * "valid" behaves: sends "hello" and expects it echoed.
  * "fin_dead" sends "hello" and its FIN, then puts its QP in the error state and stays (prints
  * "quiet", waits to be killed): a peer whose host died after it shut its write side.
+ * "stall_recv:S" posts no receive after READY, so the kernel's writes meet RNR NAKs (its QP retries
+ * for ever, as TCP probes a zero window); prints "stalled", waits S seconds, then posts receives
+ * and reports what arrives within 5 s: "got N bytes, fin" (N bytes of DATA, their contents
+ * "0123..." checked, then the FIN), or "... no fin" when the kernel gave up on the connection.
  * "mutate" (RDMASOCK_MUTATE_SEED, RDMASOCK_MUTATE_STEPS): after a valid set-up, a stream of
  * messages taken from valid traffic (DATA at the right cursor, CONSUMED, READY, FIN, RESIZE,
  * SWITCH, KEEPALIVE) with fields mutated at random: lengths, cursors, remote addresses, codes,
@@ -117,6 +121,8 @@ static struct rdma_cm_event *wait_event(enum rdma_cm_event_type want)
 	return ev;
 }
 
+static int no_repost;	/* "stall_recv": drain_cq() does not replace the receives it consumes */
+
 static void post_recvs(int n)
 {
 	struct ibv_recv_wr wr = { .wr_id = 1 }, *bad;
@@ -168,7 +174,8 @@ static int drain_cq(int ms, int *recvs)
 				if (imm >> 30 == 1)
 					acked += (imm - (uint32_t)acked) & 0x3fffffff;
 				(*recvs)++;
-				post_recvs(1);
+				if (!no_repost)
+					post_recvs(1);
 			}
 		}
 		usleep(1000);
@@ -210,7 +217,46 @@ static void resources(void)
 	mr = ibv_reg_mr(pd, ring, RING, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!pd || !cq || !mr || rdma_create_qp(id, pd, &qa))
 		die("resources");
+	post_recvs(no_repost ? 1 : 200);	/* stall_recv: the READY's alone */
+}
+
+/* "stall_recv:S": the kernel's first write after READY finds no receive; S seconds later it does. */
+static int stall_recv(int seconds)
+{
+	struct rdma_cm_event *ev;
+	struct ibv_wc wc;
+	int bytes = 0, fin = 0, gone = 0;
+
+	printf("stalled\n");
+	fflush(stdout);
+	sleep(seconds);
 	post_recvs(200);
+	for (int t = 0; t < 5000 && !fin && !gone; t++) {
+		while (!fin && ibv_poll_cq(cq, 1, &wc) > 0) {
+			uint32_t imm = be32toh(wc.imm_data);
+
+			if (wc.status != IBV_WC_SUCCESS) {
+				gone = 1;
+				break;
+			}
+			if (!(wc.opcode & IBV_WC_RECV))
+				continue;
+			if (imm >> 30 == 0)
+				bytes += imm;
+			else if (imm == (2u << 30 | 2))
+				fin = 1;
+		}
+		if (!rdma_get_cm_event(ch, &ev)) {
+			gone |= ev->event == RDMA_CM_EVENT_DISCONNECTED;
+			rdma_ack_cm_event(ev);
+		}
+		usleep(1000);
+	}
+	for (int i = 0; i < bytes; i++)
+		if (ring[i] != '0' + i % 10)
+			bytes = -1;
+	printf("got %d bytes, %s\n", bytes, fin ? "fin" : "no fin");
+	return fin ? 0 : 1;
 }
 
 static void hello_valid(struct hello *h)
@@ -439,6 +485,7 @@ int main(int argc, char **argv)
 	if (argc != 4)
 		return 2;
 	c = argv[3];
+	no_repost = !strncmp(c, "stall_recv:", 11);
 	if (getaddrinfo(argv[1], argv[2], NULL, &ai))
 		die("getaddrinfo");
 	resolve(ai);
@@ -494,6 +541,8 @@ int main(int argc, char **argv)
 	}
 	memcpy(ring, "hello", 5);
 
+	if (no_repost)
+		return stall_recv(atoi(c + 11));
 	if (!strcmp(c, "mutate"))
 		return mutate();
 	if (!strcmp(c, "fin_dead")) {	/* "hello", FIN, then a dead QP and no disconnect */

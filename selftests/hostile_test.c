@@ -6,11 +6,13 @@
  * and the VM runner fails the run on any kernel warning.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <netinet/tcp.h>
 #include "lib.h"
 #include "kselftest_harness.h"
 
@@ -35,8 +37,8 @@ static pid_t run_peer(const struct sockaddr_storage *ss, const char *what)
  * once its first line is @want (its pid in *pid), or -1.  It dies with the test (it would hold the
  * runner's output pipe), however the test ends.
  */
-static int spawn_peer(const struct sockaddr_storage *ss, const char *mode, const char *arg,
-		      const char *want, pid_t *pid)
+static int spawn_peer_out(const struct sockaddr_storage *ss, const char *mode, const char *arg,
+			  const char *want, pid_t *pid, FILE **out)
 {
 	char addr[INET_ADDRSTRLEN], port[8], tool[512], line[64] = "";
 	int p[2];
@@ -65,8 +67,16 @@ static int spawn_peer(const struct sockaddr_storage *ss, const char *mode, const
 			fclose(f);
 		return -1;
 	}
-	/* Left open: the peer may print more, and must not get SIGPIPE for it. */
+	/* Left open: the peer may print more (for @out), and must not get SIGPIPE for it. */
+	if (out)
+		*out = f;
 	return 0;
+}
+
+static int spawn_peer(const struct sockaddr_storage *ss, const char *mode, const char *arg,
+		      const char *want, pid_t *pid)
+{
+	return spawn_peer_out(ss, mode, arg, want, pid, NULL);
 }
 
 /* hostile_peer --listen on @ss: returns once it listens (its pid in *pid), or -1. */
@@ -559,6 +569,95 @@ TEST_F_TIMEOUT(once, blocked_writer_wakes_when_a_finished_peer_dies, 180)
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	close(s);
+}
+
+/*
+ * An orphan: we write "0123456789" and close while the peer's receive queue is empty (stall_recv:
+ * RNR, retried for ever, as TCP's zero-window probes go on while the peer answers).  @user_timeout
+ * (ms, or 0) is set before the close; @max_orphans (or -1) is the module's limit meanwhile.  Returns
+ * what the peer said once it posted its receives, after @stall seconds.
+ */
+static void orphan_case(struct __test_metadata *_metadata, FIXTURE_DATA(once) *self, int stall,
+			int user_timeout, int max_orphans, char *said, size_t size)
+{
+	const char *param = "/sys/module/rdmasock/parameters/max_orphans";
+	char arg[32], old[16] = "";
+	int one = 1, s, fd;
+	pid_t pid;
+	FILE *out;
+
+	snprintf(arg, sizeof(arg), "stall_recv:%d", stall);
+	ASSERT_EQ(0, spawn_peer_out(&self->ss, "--client", arg, "stalled\n", &pid, &out));
+	ASSERT_EQ(POLLIN, poll_one(self->lfd, POLLIN, 20000));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
+	ASSERT_EQ(0, setsockopt(s, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+	if (user_timeout)
+		ASSERT_EQ(0, setsockopt(s, SOL_TCP, TCP_USER_TIMEOUT, &user_timeout,
+					sizeof(user_timeout)));
+	ASSERT_EQ(10, send(s, "0123456789", 10, 0));
+	if (max_orphans >= 0) {
+		fd = open(param, O_RDWR);
+		ASSERT_LT(0, read(fd, old, sizeof(old) - 1));
+		ASSERT_LT(0, dprintf(fd, "%d\n", max_orphans));
+		close(fd);
+	}
+	close(s);
+	if (!user_timeout && max_orphans) {
+		/* Still there, past our close(), for as long as the peer does not take the bytes. */
+		for (int i = 0; i < 100 && rs_counter("orphans") != 1; i++)
+			poll_one(-1, 0, 50);
+		ASSERT_EQ(1, rs_counter("orphans"));
+	}
+	said[0] = 0;
+	ASSERT_NE(NULL, fgets(said, size, out));
+	TH_LOG("peer: %s", said);
+	if (max_orphans >= 0) {
+		fd = open(param, O_WRONLY);
+		ASSERT_LT(0, write(fd, old, strlen(old)));
+		close(fd);
+	}
+	fclose(out);
+	waitpid(pid, NULL, 0);
+	/* And once the peer is done, nothing of it stays. */
+	for (int i = 0; i < 100 && rs_counter("orphans"); i++)
+		poll_one(-1, 0, 50);
+	ASSERT_EQ(0, rs_counter("orphans"));
+}
+
+/*
+ * close() without SO_LINGER loses nothing: the orphan delivers its bytes and FIN once the peer takes
+ * them, after any time (here 12 s: longer than the 10 s that close once waited at most).
+ */
+TEST_F_TIMEOUT(once, orphan_delivers_after_a_long_stall, 90)
+{
+	char said[64];
+
+	orphan_case(_metadata, self, 12, 0, -1, said, sizeof(said));
+	ASSERT_STREQ("got 10 bytes, fin\n", said);
+}
+
+/* TCP_USER_TIMEOUT bounds it, as it bounds TCP's probes of a zero window: a reset. */
+TEST_F_TIMEOUT(once, orphan_user_timeout_resets, 90)
+{
+	long long timeouts = rs_counter("orphans_timed_out");
+	char said[64];
+
+	orphan_case(_metadata, self, 4, 1000, -1, said, sizeof(said));
+	ASSERT_STREQ("got 0 bytes, no fin\n", said);
+	ASSERT_EQ(timeouts + 1, rs_counter("orphans_timed_out"));
+}
+
+/* Beyond max_orphans (tcp_max_orphans), a close resets its connection at once. */
+TEST_F_TIMEOUT(once, orphans_beyond_the_limit_reset, 90)
+{
+	long long dropped = rs_counter("orphans_dropped");
+	char said[64];
+
+	orphan_case(_metadata, self, 2, 0, 0, said, sizeof(said));
+	ASSERT_STREQ("got 0 bytes, no fin\n", said);
+	ASSERT_EQ(dropped + 1, rs_counter("orphans_dropped"));
 }
 
 #define SYN_RECV	"03"	/* TCP_SYN_RECV as /proc/net/rdmasock shows it */
