@@ -244,15 +244,15 @@ static bool rs_orphan_keep(struct rs_sock *rs)
 		return false;
 	}
 	/*
-	 * Something is in flight (else tx is idle): a peer that died fails it (RC retries), one that
-	 * lives but takes nothing keeps it (RNR, retried for ever), as a zero window keeps TCP's.
+	 * Something is in flight (else tx is idle): a peer that died fails it (RC retries), one
+	 * that lives but takes nothing keeps it (RNR, retried for ever): TCP's zero window.
 	 */
 	return true;
 }
 
 /*
  * close_work: the FIN or RESET reaches the peer, after the bytes still staged while the socket is
- * an orphan; then everything is freed.  It owns the socket's last reference; nothing else queues it.
+ * an orphan; then everything is freed.  It owns the socket's last reference; only it requeues.
  */
 void rs_close_work(struct work_struct *work)
 {
@@ -293,8 +293,9 @@ void rs_release(struct rs_sock *rs)
 			rs->tx_staged = rs->tx_prod;
 			spin_unlock_bh(&rs->lock);
 			rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_RESET, true);
-		} else
+		} else {
 			rs_send_fin(rs);
+		}
 	}
 	rdma = rs->cm_id || rs->qp;
 	WRITE_ONCE(sk->sk_shutdown, SHUTDOWN_MASK);
