@@ -78,6 +78,7 @@ struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern)
 	sk->sk_destruct = rs_sk_destruct;
 	sk->sk_write_space = rs_write_space;
 	rs = rs_sk(sk);
+	rs_sol_init(rs);
 	spin_lock_init(&rs->lock);
 	/* Once: a busy poller of an earlier connection may hold it. */
 	spin_lock_init(&rs->cq_lock);
@@ -398,7 +399,7 @@ static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_a
 	 * Our listener's options, as an RDMA child takes them (rs_tcp_sync() passes them on); the
 	 * TCP child has most already, from our TCP listener at its handshake.
 	 */
-	rs_sol_inherit(&child->sk, &rs->sk);
+	rs_sol_inherit(child, rs);
 	/*
 	 * The state as TCP's, then mirrored by the callbacks.  Under the TCP socket's lock, no
 	 * change of state comes between reading it and hooking them.  Counted here, unless the
@@ -430,6 +431,7 @@ static int rs_do_accept(struct socket *sock, struct socket *newsock, struct rs_a
 	err = -EINVAL;
 	if (sk->sk_state != TCP_LISTEN)
 		goto out;
+	rs_tcp_sync(rs);	/* options set since listen(): for the handshakes to come */
 	timeo = sock_rcvtimeo(sk, arg->flags & O_NONBLOCK);
 	add_wait_queue(sk_sleep(sk), &wait);
 	for (;;) {
@@ -629,21 +631,41 @@ static int rs_setsockopt_rdmasock(struct rs_sock *rs, int optname, sockptr_t opt
 	}
 }
 
+/*
+ * SOL_SOCKET, only where the kernel lets us see it (rs_set_custom_sockopt()): as sk_setsockopt()
+ * on our socket, then at once on the TCP socket.  SO_REUSEPORT, which sk_setsockopt() refuses
+ * to a family other than AF_INET/AF_INET6, is TCP's: its own reuseport rules apply at bind.
+ */
+static int rs_setsockopt_socket(struct socket *sock, int optname, sockptr_t optval,
+				unsigned int optlen)
+{
+	struct rs_sock *rs = rs_sk(sock->sk);
+	int err, val;
+
+	if (optname == SO_REUSEPORT) {
+		err = rs_int_opt(optval, optlen, &val);
+		if (err)
+			return err;
+		lock_sock(&rs->sk);
+		rs->sk.sk_reuseport = !!val;
+	} else {
+		err = sock_setsockopt(sock, SOL_SOCKET, optname, optval, optlen);
+		lock_sock(&rs->sk);
+	}
+	if (!err && rs->tcp)
+		rs_tcp_sync(rs);
+	release_sock(&rs->sk);
+	return err;
+}
+
 static int rs_setsockopt(struct socket *sock, int level, int optname, sockptr_t optval,
 			 unsigned int optlen)
 {
 	struct rs_sock *rs = rs_sk(sock->sk);
 	int err;
 
-	if (level == SOL_SOCKET) {
-		/* Only where the kernel lets us see these (rs_set_custom_sockopt()). */
-		err = sock_setsockopt(sock, level, optname, optval, optlen);
-		lock_sock(&rs->sk);
-		if (!err && rs->tcp)
-			rs_tcp_sync(rs);
-		release_sock(&rs->sk);
-		return err;
-	}
+	if (level == SOL_SOCKET)
+		return rs_setsockopt_socket(sock, optname, optval, optlen);
 	lock_sock(&rs->sk);
 	if (level == SOL_RDMASOCK) {
 		err = rs_setsockopt_rdmasock(rs, optname, optval, optlen);
@@ -662,6 +684,8 @@ static int rs_setsockopt(struct socket *sock, int level, int optname, sockptr_t 
 	/* Under lock_sock: another thread may not replace rs->tcp meanwhile (rs_tcp_ensure). */
 	if (!err)
 		err = rs->tcp->ops->setsockopt(rs->tcp, level, optname, optval, optlen);
+	if (!err && level == SOL_IP && optname == IP_TOS)
+		rs_sol_adopt_priority(rs);	/* as TCP's: IP_TOS sets SO_PRIORITY too */
 	if (!err && level == SOL_TCP) {
 		struct tcp_sock *tp = tcp_sk(rs->tcp->sk);
 
@@ -870,6 +894,11 @@ static int rs_release_op(struct socket *sock)
 	return 0;
 }
 
+static int rs_set_rcvlowat(struct sock *sk, int val)
+{
+	return rs_tcp_set_rcvlowat(rs_sk(sk), val);
+}
+
 static const struct proto_ops rs_proto_ops = {
 	.owner = THIS_MODULE,
 	.release = rs_release_op,
@@ -887,6 +916,7 @@ static const struct proto_ops rs_proto_ops = {
 	.sendmsg = rs_sendmsg,
 	.recvmsg = rs_recvmsg,
 	.mmap = sock_no_mmap,
+	.set_rcvlowat = rs_set_rcvlowat,
 };
 
 static int rs_family_create(struct net *net, struct socket *sock, int protocol, int kern)
@@ -902,7 +932,13 @@ static struct net_proto_family rs_family_ops = {
 struct proto rs_proto = {
 	.name = "RDMASOCK",
 	.owner = THIS_MODULE,
-	.obj_size = sizeof(struct rs_sock),
+	/*
+	 * sk_protocol says IPPROTO_TCP (SO_PROTOCOL, as applications check it), and BPF helpers
+	 * that only test that (bpf_tcp_sock(), bpf_skc_to_tcp_sock()) read the socket as a
+	 * tcp_sock: it must be at least that big, so they read wrong values, never past its end.
+	 */
+	.obj_size = sizeof(struct rs_sock) > sizeof(struct tcp_sock) ?
+		    sizeof(struct rs_sock) : sizeof(struct tcp_sock),
 	.keepalive = rs_keepalive_set,
 };
 

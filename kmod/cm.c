@@ -538,7 +538,7 @@ static struct rs_sock *rs_child_alloc(struct rs_sock *listener, struct rdma_cm_i
 	if (!child)
 		return NULL;
 	/* As a TCP child: the listener's socket options, TCP's and its own. */
-	rs_sol_inherit(&child->sk, &listener->sk);
+	rs_sol_inherit(child, listener);
 	child->nodelay = READ_ONCE(listener->nodelay);
 	child->cork = READ_ONCE(listener->cork);
 	child->user_timeout = READ_ONCE(listener->user_timeout);

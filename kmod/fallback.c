@@ -194,115 +194,236 @@ void rs_tcp_detach(struct rs_sock *rs)
 /* ---- options ---- */
 
 /*
- * The SOL_SOCKET state a TCP socket acts on, and a TCP child inherits from its listener (its clone
- * copies all of it).  SO_KEEPALIVE is apart: it has side effects (rs_tcp_set_keepalive).  Buffer
- * sizes only when the user set them: otherwise TCP tunes its own.
+ * SOL_SOCKET options land on our socket (sk_setsockopt() sets them there): the ones TCP acts on
+ * must reach the TCP socket too.  Only what the user changed goes, never all of it: TCP sets some
+ * on its own socket (a link-local connect's device, a child's arrival interface or mark, IP_TOS's
+ * priority), and so may BPF (cgroup sock_create, sock_ops) and policy (VRF); none of that may be
+ * overwritten.  rs->sol_seen is our socket's state as last passed on; rs->sol_set the fields the
+ * user ever changed, which a new TCP socket gets.
  */
-#define RS_SOL_FLAGS	(BIT(SOCK_LINGER) | BIT(SOCK_URGINLINE) | BIT(SOCK_LOCALROUTE))
 #define RS_BUF_LOCKS	(SOCK_SNDBUF_LOCK | SOCK_RCVBUF_LOCK)
 
-/* What a TCP socket must redo after a copy, as sock_setsockopt() does it. */
-#define RS_SOL_REDO_WSPACE	BIT(0)	/* SO_SNDBUF: writers may have room now */
-#define RS_SOL_REDO_ROUTE	BIT(1)	/* SO_MARK, SO_BINDTODEVICE: the cached route is stale */
-#define RS_SOL_REDO_PACING	BIT(2)	/* SO_MAX_PACING_RATE: pacing is wanted, at most that */
-
-static bool rs_sol_differs(const struct sock *src, const struct sock *dst)
+static void rs_sol_read(const struct sock *sk, struct rs_sol *v)
 {
-	return READ_ONCE(dst->sk_rcvtimeo) != READ_ONCE(src->sk_rcvtimeo) ||
-	       READ_ONCE(dst->sk_sndtimeo) != READ_ONCE(src->sk_sndtimeo) ||
-	       READ_ONCE(dst->sk_rcvlowat) != READ_ONCE(src->sk_rcvlowat) ||
-	       READ_ONCE(dst->sk_lingertime) != READ_ONCE(src->sk_lingertime) ||
-	       ((READ_ONCE(dst->sk_flags) ^ READ_ONCE(src->sk_flags)) & RS_SOL_FLAGS) ||
-	       dst->sk_reuse != src->sk_reuse || dst->sk_reuseport != src->sk_reuseport ||
-	       ((dst->sk_userlocks ^ src->sk_userlocks) & RS_BUF_LOCKS) ||
-	       ((src->sk_userlocks & SOCK_RCVBUF_LOCK) &&
-		READ_ONCE(dst->sk_rcvbuf) != READ_ONCE(src->sk_rcvbuf)) ||
-	       ((src->sk_userlocks & SOCK_SNDBUF_LOCK) &&
-		READ_ONCE(dst->sk_sndbuf) != READ_ONCE(src->sk_sndbuf)) ||
-	       READ_ONCE(dst->sk_priority) != READ_ONCE(src->sk_priority) ||
-	       READ_ONCE(dst->sk_mark) != READ_ONCE(src->sk_mark) ||
-	       READ_ONCE(dst->sk_bound_dev_if) != READ_ONCE(src->sk_bound_dev_if) ||
-	       READ_ONCE(dst->sk_max_pacing_rate) != READ_ONCE(src->sk_max_pacing_rate);
+	v->rcvtimeo = READ_ONCE(sk->sk_rcvtimeo);
+	v->sndtimeo = READ_ONCE(sk->sk_sndtimeo);
+	v->lingertime = READ_ONCE(sk->sk_lingertime);
+	v->max_pacing_rate = READ_ONCE(sk->sk_max_pacing_rate);
+	v->rcvlowat = READ_ONCE(sk->sk_rcvlowat);
+	v->rcvbuf = READ_ONCE(sk->sk_rcvbuf);
+	v->sndbuf = READ_ONCE(sk->sk_sndbuf);
+	v->bound_dev_if = READ_ONCE(sk->sk_bound_dev_if);
+	v->priority = READ_ONCE(sk->sk_priority);
+	v->mark = READ_ONCE(sk->sk_mark);
+	v->linger = sock_flag(sk, SOCK_LINGER);
+	v->urginline = sock_flag(sk, SOCK_URGINLINE);
+	v->localroute = sock_flag(sk, SOCK_LOCALROUTE);
+	v->keepopen = sock_flag(sk, SOCK_KEEPOPEN);
+	/* Bitfields (no READ_ONCE): a torn read only passes a value on at the next call. */
+	v->reuse = sk->sk_reuse;
+	v->reuseport = sk->sk_reuseport;
+	v->buflocks = sk->sk_userlocks & RS_BUF_LOCKS;
 }
 
-/* Copy it; @dst is locked or not yet visible to anyone.  Returns what a TCP socket must redo. */
-static unsigned int rs_sol_copy(struct sock *dst, const struct sock *src)
+static u32 rs_sol_diff(const struct rs_sol *a, const struct rs_sol *b)
 {
-	unsigned int redo = 0;
+	u32 d = 0;
 
-	WRITE_ONCE(dst->sk_rcvtimeo, READ_ONCE(src->sk_rcvtimeo));
-	WRITE_ONCE(dst->sk_sndtimeo, READ_ONCE(src->sk_sndtimeo));
-	WRITE_ONCE(dst->sk_rcvlowat, READ_ONCE(src->sk_rcvlowat));
-	WRITE_ONCE(dst->sk_lingertime, READ_ONCE(src->sk_lingertime));
-	sock_valbool_flag(dst, SOCK_LINGER, sock_flag(src, SOCK_LINGER));
-	sock_valbool_flag(dst, SOCK_URGINLINE, sock_flag(src, SOCK_URGINLINE));
-	sock_valbool_flag(dst, SOCK_LOCALROUTE, sock_flag(src, SOCK_LOCALROUTE));
-	dst->sk_reuse = src->sk_reuse;
-	dst->sk_reuseport = src->sk_reuseport;
-	dst->sk_userlocks &= ~RS_BUF_LOCKS;
-	dst->sk_userlocks |= src->sk_userlocks & RS_BUF_LOCKS;
-	if (src->sk_userlocks & SOCK_RCVBUF_LOCK)
-		WRITE_ONCE(dst->sk_rcvbuf, READ_ONCE(src->sk_rcvbuf));
-	if ((src->sk_userlocks & SOCK_SNDBUF_LOCK) &&
-	    READ_ONCE(dst->sk_sndbuf) != READ_ONCE(src->sk_sndbuf)) {
-		WRITE_ONCE(dst->sk_sndbuf, READ_ONCE(src->sk_sndbuf));
-		redo |= RS_SOL_REDO_WSPACE;
+	if (a->rcvtimeo != b->rcvtimeo)
+		d |= BIT(RS_SOL_RCVTIMEO);
+	if (a->sndtimeo != b->sndtimeo)
+		d |= BIT(RS_SOL_SNDTIMEO);
+	if (a->rcvlowat != b->rcvlowat)
+		d |= BIT(RS_SOL_RCVLOWAT);
+	if (a->linger != b->linger)
+		d |= BIT(RS_SOL_LINGER);
+	if (a->lingertime != b->lingertime)
+		d |= BIT(RS_SOL_LINGER);
+	if (a->urginline != b->urginline)
+		d |= BIT(RS_SOL_URGINLINE);
+	if (a->localroute != b->localroute)
+		d |= BIT(RS_SOL_LOCALROUTE);
+	if (a->keepopen != b->keepopen)
+		d |= BIT(RS_SOL_KEEPOPEN);
+	if (a->reuse != b->reuse)
+		d |= BIT(RS_SOL_REUSE);
+	if (a->reuseport != b->reuseport)
+		d |= BIT(RS_SOL_REUSEPORT);
+	if (a->buflocks != b->buflocks)
+		d |= BIT(RS_SOL_BUFLOCKS);
+	if (a->rcvbuf != b->rcvbuf)
+		d |= BIT(RS_SOL_RCVBUF);
+	if (a->sndbuf != b->sndbuf)
+		d |= BIT(RS_SOL_SNDBUF);
+	if (a->priority != b->priority)
+		d |= BIT(RS_SOL_PRIORITY);
+	if (a->mark != b->mark)
+		d |= BIT(RS_SOL_MARK);
+	if (a->bound_dev_if != b->bound_dev_if)
+		d |= BIT(RS_SOL_DEV);
+	if (a->max_pacing_rate != b->max_pacing_rate)
+		d |= BIT(RS_SOL_PACING);
+	return d;
+}
+
+/* Set the fields in @mask on the locked TCP socket, with what sk_setsockopt() does beside. */
+static void rs_sol_apply(struct sock *tsk, const struct rs_sol *v, u32 mask)
+{
+	bool route = false;
+
+	if (mask & BIT(RS_SOL_RCVTIMEO))
+		WRITE_ONCE(tsk->sk_rcvtimeo, v->rcvtimeo);
+	if (mask & BIT(RS_SOL_SNDTIMEO))
+		WRITE_ONCE(tsk->sk_sndtimeo, v->sndtimeo);
+	if (mask & BIT(RS_SOL_RCVLOWAT))
+		WRITE_ONCE(tsk->sk_rcvlowat, v->rcvlowat);
+	if (mask & BIT(RS_SOL_LINGER)) {
+		WRITE_ONCE(tsk->sk_lingertime, v->lingertime);
+		sock_valbool_flag(tsk, SOCK_LINGER, v->linger);
 	}
-	WRITE_ONCE(dst->sk_priority, READ_ONCE(src->sk_priority));
-	if (READ_ONCE(dst->sk_mark) != READ_ONCE(src->sk_mark) ||
-	    READ_ONCE(dst->sk_bound_dev_if) != READ_ONCE(src->sk_bound_dev_if)) {
-		WRITE_ONCE(dst->sk_mark, READ_ONCE(src->sk_mark));
-		WRITE_ONCE(dst->sk_bound_dev_if, READ_ONCE(src->sk_bound_dev_if));
-		redo |= RS_SOL_REDO_ROUTE;
+	if (mask & BIT(RS_SOL_URGINLINE))
+		sock_valbool_flag(tsk, SOCK_URGINLINE, v->urginline);
+	if (mask & BIT(RS_SOL_LOCALROUTE)) {
+		sock_valbool_flag(tsk, SOCK_LOCALROUTE, v->localroute);
+		route = true;
 	}
-	if (READ_ONCE(dst->sk_max_pacing_rate) != READ_ONCE(src->sk_max_pacing_rate)) {
-		WRITE_ONCE(dst->sk_max_pacing_rate, READ_ONCE(src->sk_max_pacing_rate));
-		redo |= RS_SOL_REDO_PACING;
+	if (mask & BIT(RS_SOL_KEEPOPEN)) {
+		if (tsk->sk_prot->keepalive)
+			tsk->sk_prot->keepalive(tsk, v->keepopen);
+		sock_valbool_flag(tsk, SOCK_KEEPOPEN, v->keepopen);
 	}
-	return redo;
+	if (mask & BIT(RS_SOL_REUSE))
+		tsk->sk_reuse = v->reuse;
+	if (mask & BIT(RS_SOL_REUSEPORT))
+		tsk->sk_reuseport = v->reuseport;
+	if (mask & BIT(RS_SOL_BUFLOCKS))
+		tsk->sk_userlocks = (tsk->sk_userlocks & ~RS_BUF_LOCKS) | v->buflocks;
+	if (mask & BIT(RS_SOL_RCVBUF))
+		WRITE_ONCE(tsk->sk_rcvbuf, v->rcvbuf);
+	if (mask & BIT(RS_SOL_SNDBUF)) {
+		WRITE_ONCE(tsk->sk_sndbuf, v->sndbuf);
+		tsk->sk_write_space(tsk);
+	}
+	if (mask & BIT(RS_SOL_PRIORITY))
+		WRITE_ONCE(tsk->sk_priority, v->priority);
+	if (mask & BIT(RS_SOL_MARK)) {
+		WRITE_ONCE(tsk->sk_mark, v->mark);
+		route = true;
+	}
+	if (mask & BIT(RS_SOL_DEV)) {
+		WRITE_ONCE(tsk->sk_bound_dev_if, v->bound_dev_if);
+		route = true;
+	}
+	if (mask & BIT(RS_SOL_PACING)) {
+		if (v->max_pacing_rate != ~0UL)
+			cmpxchg(&tsk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
+		WRITE_ONCE(tsk->sk_max_pacing_rate, v->max_pacing_rate);
+		WRITE_ONCE(tsk->sk_pacing_rate, min(READ_ONCE(tsk->sk_pacing_rate),
+						    v->max_pacing_rate));
+	}
+	if (route)
+		sk_dst_reset(tsk);
 }
 
 /*
- * SOL_SOCKET options land on the rdmasock socket: copy the ones TCP acts on, as sock_setsockopt()
- * would have set them there.  Runs when the kernel lets us see the option set (SOCK_CUSTOM_SOCKOPT)
- * and before every call delegated to TCP; cheap when nothing changed.
+ * Pass on what changed since the last time, or, to a @fresh TCP socket, all the user set.  Cheap
+ * when nothing changed (lockless callers run it before every call delegated to TCP); the TCP
+ * socket's lock serialises the rest, so a value never goes out after a newer one.
  */
-static void rs_tcp_sync_sk(struct sock *sk, struct sock *tsk)
+static void rs_sol_push(struct rs_sock *rs, struct sock *tsk, bool fresh)
 {
-	unsigned int redo;
+	struct rs_sol now;
+	u32 changed;
 
-	if (rs_sol_differs(sk, tsk)) {
-		lock_sock(tsk);
-		redo = rs_sol_copy(tsk, sk);
-		if (redo & RS_SOL_REDO_ROUTE)
-			sk_dst_reset(tsk);
-		if (redo & RS_SOL_REDO_WSPACE)
-			tsk->sk_write_space(tsk);
-		if (redo & RS_SOL_REDO_PACING) {
-			unsigned long max = READ_ONCE(tsk->sk_max_pacing_rate);
+	rs_sol_read(&rs->sk, &now);
+	/* Unlocked: a push under way meanwhile passes on what this one would (or the next does). */
+	if (!fresh && !data_race(rs_sol_diff(&now, &rs->sol_seen)))
+		return;
+	lock_sock(tsk);
+	rs_sol_read(&rs->sk, &now);
+	changed = rs_sol_diff(&now, &rs->sol_seen);
+	rs->sol_seen = now;
+	rs->sol_set |= changed;
+	rs_sol_apply(tsk, &now, fresh ? rs->sol_set : changed);
+	release_sock(tsk);
+}
 
-			if (max != ~0UL)
-				cmpxchg(&tsk->sk_pacing_status, SK_PACING_NONE, SK_PACING_NEEDED);
-			WRITE_ONCE(tsk->sk_pacing_rate, min(READ_ONCE(tsk->sk_pacing_rate), max));
-		}
-		release_sock(tsk);
-	}
-	if (sock_flag(sk, SOCK_KEEPOPEN) != sock_flag(tsk, SOCK_KEEPOPEN))
-		rs_tcp_set_keepalive(tsk, sock_flag(sk, SOCK_KEEPOPEN));
+/* IP_TOS set the TCP socket's priority (as it sets a TCP socket's): so it is ours too. */
+void rs_sol_adopt_priority(struct rs_sock *rs)
+{
+	struct sock *tsk = rs->tcp->sk;
+
+	lock_sock(tsk);
+	WRITE_ONCE(rs->sk.sk_priority, READ_ONCE(tsk->sk_priority));
+	rs->sol_seen.priority = READ_ONCE(tsk->sk_priority);
+	rs->sol_set |= BIT(RS_SOL_PRIORITY);	/* a TCP socket of another family gets it too */
+	release_sock(tsk);
 }
 
 /*
- * A child takes from our listener what a TCP child takes from its listener, RDMA and TCP children
- * alike (rs_tcp_sync() then passes it on to a TCP child).  @child is not visible yet.
+ * SO_RCVLOWAT (proto_ops.set_rcvlowat, under our lock_sock): as tcp_set_rcvlowat(), on the TCP
+ * socket too, which caps it, may grow its buffer and wakes its readers; ours takes the same cap.
  */
-void rs_sol_inherit(struct sock *child, const struct sock *from)
+int rs_tcp_set_rcvlowat(struct rs_sock *rs, int val)
 {
-	rs_sol_copy(child, from);
-	WRITE_ONCE(child->sk_priority, 0);	/* as sk_clone_lock() */
-	child->sk_userlocks = from->sk_userlocks & RS_BUF_LOCKS;
-	WRITE_ONCE(child->sk_rcvbuf, READ_ONCE(from->sk_rcvbuf));
-	WRITE_ONCE(child->sk_sndbuf, READ_ONCE(from->sk_sndbuf));
-	sock_valbool_flag(child, SOCK_KEEPOPEN, sock_flag(from, SOCK_KEEPOPEN));
+	struct sock *sk = &rs->sk, *tsk;
+	int cap;
+
+	/* As tcp_set_rcvlowat() caps it, with or without a TCP socket (an RDMA child has none). */
+	if (sk->sk_userlocks & SOCK_RCVBUF_LOCK)
+		cap = READ_ONCE(sk->sk_rcvbuf) >> 1;
+	else
+		cap = READ_ONCE(sock_net(sk)->ipv4.sysctl_tcp_rmem[2]) >> 1;
+	val = min(val, cap);
+	WRITE_ONCE(sk->sk_rcvlowat, val ? : 1);
+	if (!rs->tcp || !rs->tcp->ops->set_rcvlowat)
+		return 0;
+	tsk = rs->tcp->sk;
+	lock_sock(tsk);
+	rs->tcp->ops->set_rcvlowat(tsk, val);
+	WRITE_ONCE(rs->sk.sk_rcvlowat, READ_ONCE(tsk->sk_rcvlowat));
+	rs->sol_seen.rcvlowat = READ_ONCE(tsk->sk_rcvlowat);
+	rs->sol_set |= BIT(RS_SOL_RCVLOWAT);
+	release_sock(tsk);
+	return 0;
+}
+
+/* Our socket's first state: what the user changes from here on is theirs. */
+void rs_sol_init(struct rs_sock *rs)
+{
+	rs_sol_read(&rs->sk, &rs->sol_seen);
+}
+
+/*
+ * A child takes from our listener what a TCP child takes from its listener (its clone), RDMA and
+ * TCP children alike, but SO_PRIORITY (sk_clone_lock() clears it).  A TCP child's own socket has
+ * what reached our TCP listener before its handshake, and gets the rest (rs_tcp_sync()).  @child is
+ * not visible to anyone yet; the caller holds the listener's lock, or is its CM handler.
+ */
+void rs_sol_inherit(struct rs_sock *child, const struct rs_sock *listener)
+{
+	struct sock *sk = &child->sk;
+	struct rs_sol v;
+
+	rs_sol_read(&listener->sk, &v);
+	sk->sk_rcvtimeo = v.rcvtimeo;
+	sk->sk_sndtimeo = v.sndtimeo;
+	sk->sk_lingertime = v.lingertime;
+	sk->sk_max_pacing_rate = v.max_pacing_rate;
+	sk->sk_rcvlowat = v.rcvlowat;
+	sk->sk_rcvbuf = v.rcvbuf;
+	sk->sk_sndbuf = v.sndbuf;
+	sk->sk_bound_dev_if = v.bound_dev_if;
+	sk->sk_mark = v.mark;
+	sock_valbool_flag(sk, SOCK_LINGER, v.linger);
+	sock_valbool_flag(sk, SOCK_URGINLINE, v.urginline);
+	sock_valbool_flag(sk, SOCK_LOCALROUTE, v.localroute);
+	sock_valbool_flag(sk, SOCK_KEEPOPEN, v.keepopen);
+	sk->sk_reuse = v.reuse;
+	sk->sk_reuseport = v.reuseport;
+	sk->sk_userlocks = v.buflocks;
+	child->sol_seen = listener->sol_seen;
+	child->sol_set = listener->sol_set;
 }
 
 /* SO_KEEPALIVE on the TCP socket, as sk_setsockopt() does it. */
@@ -317,7 +438,7 @@ void rs_tcp_set_keepalive(struct sock *tsk, bool on)
 
 void rs_tcp_sync(struct rs_sock *rs)
 {
-	rs_tcp_sync_sk(&rs->sk, rs->tcp->sk);
+	rs_sol_push(rs, rs->tcp->sk, false);
 }
 
 /*
@@ -328,7 +449,7 @@ static void rs_tcp_init_opts(struct rs_sock *rs, struct socket *tcp)
 {
 	struct sock *tsk = tcp->sk;
 
-	rs_tcp_sync_sk(&rs->sk, tsk);
+	rs_sol_push(rs, tsk, true);
 	if (rs->nodelay)
 		tcp_sock_set_nodelay(tsk);
 	if (rs->cork)

@@ -139,6 +139,22 @@ enum rs_flag {
 	RS_F_TCP_COUNTED,	/* TCP mode: counted in connections_tcp (once established) */
 };
 
+/* The SOL_SOCKET state a TCP socket acts on (fallback.c passes it on). */
+enum rs_sol_field {
+	RS_SOL_RCVTIMEO, RS_SOL_SNDTIMEO, RS_SOL_RCVLOWAT, RS_SOL_LINGER, RS_SOL_URGINLINE,
+	RS_SOL_LOCALROUTE, RS_SOL_KEEPOPEN, RS_SOL_REUSE, RS_SOL_REUSEPORT, RS_SOL_BUFLOCKS,
+	RS_SOL_RCVBUF, RS_SOL_SNDBUF, RS_SOL_PRIORITY, RS_SOL_MARK, RS_SOL_DEV, RS_SOL_PACING,
+};
+
+struct rs_sol {
+	long rcvtimeo, sndtimeo, lingertime;
+	unsigned long max_pacing_rate;
+	int rcvlowat, rcvbuf, sndbuf, bound_dev_if;
+	u32 priority, mark;
+	bool linger, urginline, localroute, keepopen;
+	u8 reuse, reuseport, buflocks;
+};
+
 struct rs_sock {
 	struct sock sk;			/* must be first */
 
@@ -151,6 +167,8 @@ struct rs_sock {
 	bool cork;			/* for the RDMA path and for each TCP socket */
 	u32 user_timeout;		/* we make (TCP_USER_TIMEOUT, ms) */
 	struct socket *tcp;		/* kernel TCP: port owner, fallback carrier, listener */
+	struct rs_sol sol_seen;		/* our SOL_SOCKET state as last passed to rs->tcp */
+	u32 sol_set;			/* BIT(RS_SOL_*) the user ever changed */
 
 	/* RDMA resources (cm.c, ring.c).  Changed only in process context under lock_sock. */
 	struct rdma_cm_id *cm_id;
@@ -397,7 +415,10 @@ void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp);
 bool rs_tcp_foreign(struct socket *tcp);
 void rs_tcp_detach(struct rs_sock *rs);
 void rs_tcp_sync(struct rs_sock *rs);
-void rs_sol_inherit(struct sock *child, const struct sock *from);
+void rs_sol_init(struct rs_sock *rs);
+void rs_sol_adopt_priority(struct rs_sock *rs);
+int rs_tcp_set_rcvlowat(struct rs_sock *rs, int val);
+void rs_sol_inherit(struct rs_sock *child, const struct rs_sock *listener);
 bool rs_neg_cache_hit(const struct net *net, const struct sockaddr *addr);
 void rs_neg_cache_add(const struct net *net, const struct sockaddr *addr);
 void rs_neg_cache_exit(void);

@@ -1613,6 +1613,44 @@ TEST_F(lone, options_set_on_a_connection_reach_its_tcp_socket)
 	close(lfd);
 }
 
+/* As on TCP, IP_TOS sets the priority too (ip_sockglue.c: rt_tos2priority()); ours reports it. */
+TEST_F(lone, ip_tos_sets_the_priority)
+{
+	int tos = 0x10, fd;	/* IPTOS_LOWDELAY: TC_PRIO_INTERACTIVE */
+
+	ASSERT_EQ(0, setsockopt(self->fd, SOL_IP, IP_TOS, &tos, sizeof(tos)));
+	ASSERT_EQ(6, getint(self->fd, SOL_SOCKET, SO_PRIORITY));
+	/* And a connection keeps it on the TCP socket that carries it (rdmasock: a fallback). */
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd = make_listener(CARRIER_TCP, variant->af, &ss, &len);
+	struct tcp_diag d;
+
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, connect(self->fd, (struct sockaddr *)&ss, len));
+	fd = accept(lfd, NULL, NULL);
+	ASSERT_EQ(1, send(self->fd, "t", 1, 0));
+	ASSERT_EQ(0, tcp_diag(self->fd, &d));
+	ASSERT_EQ(6, d.priority);
+	close(fd);
+	close(lfd);
+}
+
+/* SO_RCVLOWAT is capped as tcp_set_rcvlowat() caps it: half a locked SO_RCVBUF. */
+TEST_F(pair, rcvlowat_capped_by_a_locked_rcvbuf)
+{
+	int rb = 4096, lowat = 1 << 20;
+
+	for (int i = 0; i < 2; i++) {
+		int fd = i ? self->sfd : self->cfd;
+
+		ASSERT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof(rb)));
+		ASSERT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat)));
+		ASSERT_EQ(getint(fd, SOL_SOCKET, SO_RCVBUF) / 2,
+			  getint(fd, SOL_SOCKET, SO_RCVLOWAT));
+	}
+}
+
 /*
  * The restart of a server whose old connection is still open: SO_REUSEADDR lets the new listener
  * bind the port (TCP: inet_csk_bind_conflict()), also when a protocol option came first.
