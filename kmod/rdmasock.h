@@ -137,6 +137,7 @@ enum rs_flag {
 	RS_F_DEV_GONE,		/* DEVICE_REMOVAL while process context held the id (cm.c) */
 	RS_F_SWITCH_WAIT,	/* a SWITCH found the SQ full: retried after a completion */
 	RS_F_TCP_COUNTED,	/* TCP mode: counted in connections_tcp (once established) */
+	RS_F_COMM_EST,		/* child: the client's first message told the CM (rs_comm_est) */
 };
 
 /* The SOL_SOCKET state a TCP socket acts on (fallback.c passes it on). */
@@ -355,6 +356,7 @@ void rs_ring_sync(struct rs_ring *ring, u32 off, u32 len, bool for_cpu);
 void rs_ring_reg_wr(struct rs_ring *ring, struct ib_reg_wr *wr, int access);
 
 /* tx.c */
+void rs_comm_est(struct rs_sock *rs);
 int rs_cq_create(struct rs_sock *rs, struct ib_device *dev, u32 entries);
 void rs_cq_destroy(struct rs_sock *rs);
 void rs_cq_busy_poll(struct rs_sock *rs);

@@ -195,6 +195,8 @@ static void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	if (err)
 		rs_proto_error(rs, "bad message", imm);
+	else
+		rs_comm_est(rs);	/* a child waiting for the RTU: this says as much */
 }
 
 u32 rs_rx_avail(struct rs_sock *rs)

@@ -54,6 +54,10 @@ static void rs_qp_event(struct ib_event *ev, void *ctx)
 {
 	struct rs_sock *rs = ctx;
 
+	if (ev->event == IB_EVENT_COMM_EST) {
+		rs_comm_est(rs);
+		return;
+	}
 	if (ev->event == IB_EVENT_QP_FATAL || ev->event == IB_EVENT_QP_ACCESS_ERR ||
 	    ev->event == IB_EVENT_QP_REQ_ERR) {
 		rs_count(sock_net(&rs->sk), RS_CNT_QP_FATAL);
@@ -61,6 +65,21 @@ static void rs_qp_event(struct ib_event *ev, void *ctx)
 		if (!queue_work(rs_wq, &rs->qp_err_work))
 			sock_put(&rs->sk);
 	}
+}
+
+/*
+ * The client's first message reached a child still waiting for its RTU (IB_EVENT_COMM_EST from the
+ * HCA, or our receive handler, as rxe raises none): the client has our REP, so the connection is
+ * up; the CM takes this as the RTU (a lost or late one), ESTABLISHED follows.  Any context: as
+ * nvmet-rdma does, from the QP event handler.  The QP exists, so the id does.
+ */
+void rs_comm_est(struct rs_sock *rs)
+{
+	struct rdma_cm_id *id = READ_ONCE(rs->cm_id);
+
+	if (rs->parent && id && READ_ONCE(rs->sk.sk_state) == TCP_SYN_RECV &&
+	    !test_and_set_bit(RS_F_COMM_EST, &rs->flags))
+		rdma_notify(id, IB_EVENT_COMM_EST);
 }
 
 static int rs_qp_alloc(struct rs_sock *rs, struct rdma_cm_id *id, u32 inline_size)

@@ -20,6 +20,9 @@
  * "valid" behaves: sends "hello" and expects it echoed.
  * "fin_dead" sends "hello" and its FIN, then puts its QP in the error state and stays (prints
  * "quiet", waits to be killed): a peer whose host died after it shut its write side.
+ * "late_rtu" brings its own QP up (not the id's, so librdmacm sends no RTU) and never sends the
+ * RTU: its READY and "hello" are the first the kernel hears of the completed handshake (prints
+ * "late_rtu: sent", then waits to be killed).
  * "stall_recv:S" posts no receive after READY, so the kernel's writes meet RNR NAKs (its QP retries
  * for ever, as TCP probes a zero window); prints "stalled", waits S seconds, then posts receives
  * and reports what arrives within 5 s: "got N bytes, fin" (N bytes of DATA, their contents
@@ -73,6 +76,8 @@ static struct rdma_event_channel *ch;
 static struct rdma_cm_id *id;
 static struct ibv_pd *pd;
 static struct ibv_cq *cq;
+static struct ibv_qp *qp;
+static int late_rtu;	/* "late_rtu": our own QP, no RTU sent */
 static struct ibv_mr *mr;
 static char *ring;
 static uint64_t peer_addr;
@@ -128,7 +133,7 @@ static void post_recvs(int n)
 	struct ibv_recv_wr wr = { .wr_id = 1 }, *bad;
 
 	while (n--)
-		if (ibv_post_recv(id->qp, &wr, &bad))
+		if (ibv_post_recv(qp, &wr, &bad))
 			die("post_recv");
 }
 
@@ -141,7 +146,7 @@ static int post(enum ibv_wr_opcode op, uint32_t imm, uint64_t raddr, uint32_t le
 
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = peer_rkey;
-	return ibv_post_send(id->qp, &wr, &bad);
+	return ibv_post_send(qp, &wr, &bad);
 }
 
 /* @count RESIZE offers of our own ring, claiming @size bytes, in @len bytes of payload. */
@@ -215,9 +220,34 @@ static void resources(void)
 	qa.send_cq = qa.recv_cq = cq;
 	ring = aligned_alloc(4096, RING);
 	mr = ibv_reg_mr(pd, ring, RING, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!pd || !cq || !mr || rdma_create_qp(id, pd, &qa))
+	if (!pd || !cq || !mr)
 		die("resources");
+	if (late_rtu) {		/* not the id's: librdmacm leaves its states and the RTU to us */
+		qp = ibv_create_qp(pd, &qa);
+		if (!qp)
+			die("create qp");
+		return;		/* receives once it is out of RESET */
+	}
+	if (rdma_create_qp(id, pd, &qa))
+		die("resources");
+	qp = id->qp;
 	post_recvs(no_repost ? 1 : 200);	/* stall_recv: the READY's alone */
+}
+
+/* "late_rtu": bring our own QP up as librdmacm would, but send no RTU (rdma_establish()). */
+static void late_rtu_qp(void)
+{
+	static const enum ibv_qp_state states[] = { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS };
+
+	for (int i = 0; i < 3; i++) {
+		struct ibv_qp_attr attr = { .qp_state = states[i] };
+		int mask;
+
+		if (rdma_init_qp_attr(id, &attr, &mask) || ibv_modify_qp(qp, &attr, mask))
+			die("modify qp");
+		if (i == 0)
+			post_recvs(200);
+	}
 }
 
 /* "stall_recv:S": the kernel's first write after READY finds no receive; S seconds later it does. */
@@ -486,6 +516,7 @@ int main(int argc, char **argv)
 		return 2;
 	c = argv[3];
 	no_repost = !strncmp(c, "stall_recv:", 11);
+	late_rtu = !strcmp(c, "late_rtu");
 	if (getaddrinfo(argv[1], argv[2], NULL, &ai))
 		die("getaddrinfo");
 	resolve(ai);
@@ -501,9 +532,14 @@ int main(int argc, char **argv)
 		h.flags = 0x80;
 	param.private_data = &h;
 	param.private_data_len = !strcmp(c, "hello_short") ? 8 : sizeof(h);
+	param.qp_num = qp->qp_num;
 	if (rdma_connect(id, &param))
 		die("connect");
-	ev = wait_event(RDMA_CM_EVENT_ESTABLISHED);
+	ev = wait_event(late_rtu ? RDMA_CM_EVENT_CONNECT_RESPONSE : RDMA_CM_EVENT_ESTABLISHED);
+	if (late_rtu && ev->event == RDMA_CM_EVENT_CONNECT_RESPONSE) {
+		late_rtu_qp();
+		ev->event = RDMA_CM_EVENT_ESTABLISHED;	/* for us; the kernel never hears it */
+	}
 	if (!strncmp(c, "hello_", 6)) {
 		int rejected = ev->event == RDMA_CM_EVENT_REJECTED;
 
@@ -551,7 +587,7 @@ int main(int argc, char **argv)
 		drain_cq(200, &recvs);
 		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
 
-		if (ibv_modify_qp(id->qp, &qa, IBV_QP_STATE))
+		if (ibv_modify_qp(qp, &qa, IBV_QP_STATE))
 			die("modify qp");
 		printf("quiet\n");
 		fflush(stdout);
@@ -564,7 +600,7 @@ int main(int argc, char **argv)
 		return peer_addr >= 1ULL << 40 && peer_addr < 1ULL << 63 && !(peer_addr & 4095) ?
 		       0 : 1;
 	}
-	if (!strcmp(c, "valid"))
+	if (!strcmp(c, "valid") || late_rtu)
 		post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
 	else if (!strcmp(c, "data_overflow"))
 		post(IBV_WR_RDMA_WRITE_WITH_IMM, peer_size + 1, peer_addr, 5);
@@ -607,6 +643,13 @@ int main(int argc, char **argv)
 		drain_cq(200, &recvs);
 		printf("%s: sent\n", c);
 		return 0;
+	}
+	if (late_rtu) {		/* "hello" went; stay until killed, never sending the RTU */
+		drain_cq(200, &recvs);
+		printf("%s: sent\n", c);
+		fflush(stdout);
+		for (;;)
+			drain_cq(1000, &recvs);
 	}
 	int dropped = kernel_dropped_us(10000);
 

@@ -660,6 +660,29 @@ TEST_F_TIMEOUT(once, orphans_beyond_the_limit_reset, 90)
 	ASSERT_EQ(dropped + 1, rs_counter("orphans_dropped"));
 }
 
+/*
+ * A lost (here: never sent) RTU: the client's first messages establish the child, as the first data
+ * segment (it carries the ACK) establishes a TCP child whose handshake ACK was lost.  Without that,
+ * the child would wait for the RTU until its timer reaped it.
+ */
+TEST_F_TIMEOUT(once, first_message_establishes_a_child_without_its_rtu, 60)
+{
+	char buf[8];
+	pid_t pid;
+	int s;
+
+	ASSERT_EQ(0, spawn_peer(&self->ss, "--client", "late_rtu", "late_rtu: sent\n", &pid));
+	ASSERT_EQ(POLLIN, poll_one(self->lfd, POLLIN, 20000));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
+	ASSERT_EQ(5, recv(s, buf, 5, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, "hello", 5));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(s);
+}
+
 #define SYN_RECV	"03"	/* TCP_SYN_RECV as /proc/net/rdmasock shows it */
 
 /*
