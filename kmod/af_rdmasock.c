@@ -85,6 +85,7 @@ struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern)
 	INIT_LIST_HEAD(&rs->pending_q);
 	INIT_LIST_HEAD(&rs->ready_q);
 	INIT_LIST_HEAD(&rs->accept_node);
+	INIT_LIST_HEAD(&rs->rp_node);
 	INIT_LIST_HEAD(&rs->dev_node);
 	INIT_DELAYED_WORK(&rs->connect_work, rs_connect_work);
 	INIT_WORK(&rs->teardown_work, rs_teardown_work);
@@ -322,9 +323,10 @@ static int rs_listen(struct socket *sock, int backlog)
 	 * only costs RDMA (counted).  An address without an RDMA device serves TCP only.
 	 */
 	cm_err = rs->force_tcp ? -EPERM : 0;
-	if (!cm_err && inet_sk(rs->tcp->sk)->inet_num && rs_port_chosen(rs)) {
+	if (!cm_err && !sk->sk_reuseport && inet_sk(rs->tcp->sk)->inet_num &&
+	    rs_port_chosen(rs)) {
 		cm_err = rs_cm_bind_listener(rs);
-		if (cm_err == -EADDRINUSE && !sk->sk_reuseport) {
+		if (cm_err == -EADDRINUSE) {
 			err = -EADDRINUSE;
 			goto out;
 		}
@@ -343,8 +345,13 @@ static int rs_listen(struct socket *sock, int backlog)
 	/* (Each step once: a refused bind above is not retried.)  A device's own listen error
 	 * (siw listens on its own TCP socket) means TCP only.
 	 */
-	if (!cm_err && !rs_cm_bind_listener(rs))
+	if (!cm_err && sk->sk_reuseport) {
+		/* One rdma_cm listener for the port, the group's (cm.c), not ours. */
+		rs_cm_id_drop(rs);
+		rs_rp_join(rs, backlog);
+	} else if (!cm_err && !rs_cm_bind_listener(rs)) {
 		rs_cm_listen(rs, backlog);
+	}
 out:
 	release_sock(sk);
 	return err;
@@ -605,6 +612,15 @@ static int rs_int_opt(sockptr_t optval, unsigned int optlen, int *val)
 	return copy_from_sockptr(val, optval, sizeof(int)) ? -EFAULT : 0;
 }
 
+/* SO_REUSEPORT, as sk_setsockopt() sets it on a TCP socket; TCP's own rules apply at bind. */
+static void rs_set_reuseport(struct rs_sock *rs, int val)
+{
+	lockdep_assert_held(&rs->sk.sk_lock);
+	rs->sk.sk_reuseport = !!val;
+	if (rs->tcp)
+		rs_tcp_sync(rs);
+}
+
 static int rs_setsockopt_rdmasock(struct rs_sock *rs, int optname, sockptr_t optval,
 				  unsigned int optlen)
 {
@@ -621,6 +637,9 @@ static int rs_setsockopt_rdmasock(struct rs_sock *rs, int optname, sockptr_t opt
 		if (rs->mode != RDMASOCK_MODE_NONE || rs->sk.sk_state != TCP_CLOSE)
 			return -EISCONN;
 		rs->force_tcp = !!val;
+		return 0;
+	case RDMASOCK_REUSEPORT:
+		rs_set_reuseport(rs, val);
 		return 0;
 	case RDMASOCK_MODE:
 	case RDMASOCK_FALLBACK_REASON:
@@ -647,7 +666,7 @@ static int rs_setsockopt_socket(struct socket *sock, int optname, sockptr_t optv
 		if (err)
 			return err;
 		lock_sock(&rs->sk);
-		rs->sk.sk_reuseport = !!val;
+		rs_set_reuseport(rs, val);
 	} else {
 		err = sock_setsockopt(sock, SOL_SOCKET, optname, optval, optlen);
 		lock_sock(&rs->sk);
@@ -748,6 +767,9 @@ static int rs_getsockopt_rdmasock(struct rs_sock *rs, int optname, char __user *
 		break;
 	case RDMASOCK_FORCE_TCP:
 		val = rs->force_tcp;
+		break;
+	case RDMASOCK_REUSEPORT:
+		val = rs->sk.sk_reuseport;
 		break;
 	case RDMASOCK_INFO:
 		rs_fill_info(rs, &info);

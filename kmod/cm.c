@@ -15,6 +15,9 @@
 #include <net/ipv6.h>
 #include <linux/inetdevice.h>
 #include <linux/memcontrol.h>
+#include <linux/jhash.h>
+#include <linux/rwsem.h>
+#include <net/sock_reuseport.h>
 #include <rdma/ib_cm.h>
 #include "rdmasock.h"
 #include "trace.h"
@@ -33,6 +36,8 @@
 #define RS_SYN_RECV_TIMEOUT	(10 * HZ)	/* a child waits this long for the client's RTU */
 
 static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id,
+			 struct rdma_cm_event *ev);
 
 /* ---- hello ---- */
 
@@ -521,6 +526,210 @@ int rs_cm_listen(struct rs_sock *rs, int backlog)
 	return err;
 }
 
+/* ---- SO_REUSEPORT groups ---- */
+
+/*
+ * Listeners with SO_REUSEPORT on one address and port (pre-fork servers, nginx "reuseport") share
+ * one rdma_cm listener, as rdma_cm has one per port: the group's.  Each RDMA client goes to the
+ * member the kernel would give its TCP connection, chosen by TCP's reuseport group of our TCP
+ * listeners (reuseport_select_sock(), by a hash of the client's address; a BPF selector needs a
+ * packet, so it applies to TCP clients only).  When TCP's choice is a plain TCP listener in the
+ * group, not ours, the client is rejected and falls back to TCP, where that choice is made again.
+ *
+ * The group's id carries the group as its context, tagged (RS_RP_TAG) so that rs_cm_handler()
+ * tells it from a socket; a request's id starts with that context, until rs_cm_request() gives it
+ * its child's.  rs_rp_mutex guards the list of groups and their ids; a group's members_sem is read
+ * by the requests it handles (so a member that leaves waits for those that picked it) and written
+ * by joins and leaves.
+ */
+#define RS_RP_TAG	1UL
+
+struct rs_rp_group {
+	struct list_head node;		/* on rs_rp_groups */
+	struct net *net;		/* (no reference: the members' sockets hold it) */
+	struct sockaddr_storage addr;	/* our TCP listeners' bound address and port */
+	int bound_dev_if;
+	struct rdma_cm_id *id;		/* NULL once its device went */
+	bool dev_gone;			/* DEVICE_REMOVAL while rs_rp_join() still held the id */
+	struct rw_semaphore members_sem;
+	struct list_head members;	/* rs_sock.rp_node */
+};
+
+static LIST_HEAD(rs_rp_groups);
+static DEFINE_MUTEX(rs_rp_mutex);
+
+static bool rs_addr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return !memcmp(a, b, offsetof(struct sockaddr_in, sin_zero));
+	return !memcmp(a, b, sizeof(struct sockaddr_in6));
+}
+
+/* Join the group of @rs's address (made, and listening, for the first member); TCP-only if not. */
+void rs_rp_join(struct rs_sock *rs, int backlog)
+{
+	struct net *net = sock_net(&rs->sk);
+	struct sockaddr_storage addr = {};
+	struct rs_rp_group *g;
+	struct rdma_cm_id *id;
+	int err;
+
+	lockdep_assert_held(&rs->sk.sk_lock);
+	if (kernel_getsockname(rs->tcp, (struct sockaddr *)&addr) < 0)
+		return;
+	mutex_lock(&rs_rp_mutex);
+	list_for_each_entry(g, &rs_rp_groups, node)
+		if (net_eq(g->net, net) && g->bound_dev_if == rs->tcp->sk->sk_bound_dev_if &&
+		    rs_addr_equal(&g->addr, &addr))
+			goto join;
+	g = kzalloc(sizeof(*g), GFP_KERNEL);
+	if (!g)
+		goto out;
+	g->net = net;
+	g->addr = addr;
+	g->bound_dev_if = rs->tcp->sk->sk_bound_dev_if;
+	init_rwsem(&g->members_sem);
+	INIT_LIST_HEAD(&g->members);
+	id = rdma_create_id(net, rs_cm_handler, (void *)((unsigned long)g | RS_RP_TAG),
+			    RDMA_PS_TCP, IB_QPT_RC);
+	err = IS_ERR(id) ? PTR_ERR(id) : rs_id_bind(rs, id, (struct sockaddr *)&addr);
+	if (!err)
+		err = rdma_listen(id, backlog);
+	if (!err) {
+		xchg(&g->id, id);	/* a full barrier, before the test (rs_rp_device_removal) */
+		if (READ_ONCE(g->dev_gone) && cmpxchg(&g->id, id, NULL) == id)
+			err = -ENODEV;
+	}
+	if (err) {
+		if (err == -EADDRINUSE)
+			rs_count(net, RS_CNT_RDMA_PORT_TAKEN);
+		if (!IS_ERR(id))
+			rdma_destroy_id(id);
+		kfree(g);
+		goto out;
+	}
+	list_add(&g->node, &rs_rp_groups);
+join:
+	down_write(&g->members_sem);
+	list_add_tail(&rs->rp_node, &g->members);
+	rs->rp_group = g;
+	up_write(&g->members_sem);
+out:
+	mutex_unlock(&rs_rp_mutex);
+}
+
+/* A member stops listening: out of its group, whose requests no longer pick it; the last one ends it. */
+static void rs_rp_leave(struct rs_sock *rs)
+{
+	struct rs_rp_group *g = rs->rp_group;
+	struct rdma_cm_id *id = NULL;
+	bool last;
+
+	if (!g)
+		return;
+	mutex_lock(&rs_rp_mutex);
+	down_write(&g->members_sem);	/* waits for requests handled for this member */
+	list_del_init(&rs->rp_node);
+	rs->rp_group = NULL;
+	last = list_empty(&g->members);
+	up_write(&g->members_sem);
+	if (last) {
+		list_del(&g->node);
+		id = xchg(&g->id, NULL);
+	}
+	mutex_unlock(&rs_rp_mutex);
+	if (!last)
+		return;
+	if (id)
+		rdma_destroy_id(id);	/* waits for its handlers: none may see @g after */
+	kfree(g);
+}
+
+/* A spread over the client's address and port, as TCP hashes its connections for reuseport. */
+static u32 rs_rp_hash(const struct sockaddr *sa)
+{
+	static u32 seed __read_mostly;
+
+	net_get_random_once(&seed, sizeof(seed));
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+
+		return jhash_2words((__force u32)sin->sin_addr.s_addr, (__force u16)sin->sin_port,
+				    seed);
+	}
+	return jhash2((const u32 *)&((const struct sockaddr_in6 *)sa)->sin6_addr, 4,
+		      seed ^ (__force u16)((const struct sockaddr_in6 *)sa)->sin6_port);
+}
+
+/* The member this client goes to, as TCP's reuseport group chooses; NULL: not one of ours. */
+static struct rs_sock *rs_rp_pick(struct rs_rp_group *g, struct rdma_cm_id *id)
+{
+	struct rs_sock *rs, *first, *owner = NULL;
+	u32 hash = rs_rp_hash((struct sockaddr *)&id->route.addr.dst_addr);
+	struct sock *sel;
+	unsigned int n = 0;
+
+	lockdep_assert_held(&g->members_sem);
+	first = list_first_entry_or_null(&g->members, struct rs_sock, rp_node);
+	if (!first)
+		return NULL;
+	rcu_read_lock();
+	sel = reuseport_select_sock(first->tcp->sk, hash, NULL, 0);
+	if (sel)
+		owner = rs_tcp_owner_rcu(sel);
+	rcu_read_unlock();
+	if (!sel) {	/* no TCP group to ask (not while they listen): ours, by the hash */
+		n = reciprocal_scale(hash, list_count_nodes(&g->members));
+		list_for_each_entry(rs, &g->members, rp_node)
+			if (!n--)
+				return rs;
+		return NULL;
+	}
+	/* Compared, never followed: only a member (members_sem keeps it) is used. */
+	list_for_each_entry(rs, &g->members, rp_node)
+		if (rs == owner)
+			return rs;
+	return NULL;
+}
+
+static int rs_rp_request(struct rs_rp_group *g, struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct rs_sock *listener;
+	int err = -ECONNREFUSED;
+
+	down_read(&g->members_sem);
+	listener = rs_rp_pick(g, id);
+	if (listener)
+		err = rs_cm_request(listener, id, ev);
+	else
+		rs_count(g->net, RS_CNT_RP_TO_TCP);	/* rdma_cm rejects: the client goes TCP */
+	up_read(&g->members_sem);
+	return err;
+}
+
+/* DEVICE_REMOVAL of the group's id: destroyed (by rdma_cm), the members serve TCP alone. */
+static int rs_rp_device_removal(struct rs_rp_group *g, struct rdma_cm_id *id)
+{
+	if (cmpxchg(&g->id, id, NULL) == id)
+		return 1;
+	/* rs_rp_join() holds it still (rdma_listen()), or rs_rp_leave() destroys it. */
+	WRITE_ONCE(g->dev_gone, true);
+	return 0;
+}
+
+static int rs_rp_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct rs_rp_group *g = (void *)((unsigned long)id->context & ~RS_RP_TAG);
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return rs_rp_request(g, id, ev);
+	if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
+		return rs_rp_device_removal(g, id);
+	return 0;
+}
+
 /* The socket's id goes (a listen() that failed on the TCP side, a listener that closes). */
 void rs_cm_id_drop(struct rs_sock *rs)
 {
@@ -769,6 +978,7 @@ void rs_cm_listener_close(struct rs_sock *rs)
 {
 	struct rs_sock *child;
 
+	rs_rp_leave(rs);
 	rs_cm_id_drop(rs);
 	spin_lock_bh(&rs->lock);
 	rs->sk.sk_state = TCP_CLOSE;
@@ -839,6 +1049,9 @@ static int rs_cm_device_removal(struct rs_sock *rs, struct rdma_cm_id *id)
 static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct rs_sock *rs = id->context;
+
+	if ((unsigned long)id->context & RS_RP_TAG)
+		return rs_rp_handler(id, ev);
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return rs_cm_request(rs, id, ev);

@@ -50,6 +50,12 @@ static struct rs_sock *rs_tcp_owner(struct sock *tsk)
 	return (struct rs_sock *)(v & SK_USER_DATA_PTRMASK);
 }
 
+/* The owner of a TCP socket found under rcu_read_lock(): a pointer to compare, not to follow. */
+struct rs_sock *rs_tcp_owner_rcu(struct sock *tsk)
+{
+	return rs_tcp_owner(tsk);
+}
+
 /* Someone else's pointer on @tsk (a sockmap took a clone before accept()): never overwrite it. */
 bool rs_tcp_foreign(struct socket *tcp)
 {

@@ -140,6 +140,8 @@ enum rs_flag {
 	RS_F_COMM_EST,		/* child: the client's first message told the CM (rs_comm_est) */
 };
 
+struct rs_rp_group;
+
 /* The SOL_SOCKET state a TCP socket acts on (fallback.c passes it on). */
 enum rs_sol_field {
 	RS_SOL_RCVTIMEO, RS_SOL_SNDTIMEO, RS_SOL_RCVLOWAT, RS_SOL_LINGER, RS_SOL_URGINLINE,
@@ -264,6 +266,8 @@ struct rs_sock {
 	/* Listener side (cm.c). */
 	struct rs_sock *parent;
 	struct list_head accept_node;	/* on parent's pending_q or ready_q */
+	struct rs_rp_group *rp_group;	/* a listener with SO_REUSEPORT: its group (cm.c) */
+	struct list_head rp_node;	/* on rp_group->members */
 	struct list_head pending_q;	/* children accepted by the CM, not established yet */
 	struct list_head ready_q;	/* established children waiting for accept() */
 	unsigned int queued;		/* pending + ready */
@@ -319,6 +323,7 @@ void rs_conn_reset(struct rs_sock *rs);
 int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len);
 struct rs_sock *rs_cm_accept_ready(struct rs_sock *listener);
 void rs_cm_listener_close(struct rs_sock *rs);
+void rs_rp_join(struct rs_sock *rs, int backlog);
 bool rs_cm_child_unqueue(struct rs_sock *child);
 void rs_connect_work(struct work_struct *work);
 void rs_abort(struct rs_sock *rs, int err);
@@ -415,6 +420,7 @@ int rs_tcp_ensure(struct rs_sock *rs, int family);
 int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int reason);
 void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp);
 bool rs_tcp_foreign(struct socket *tcp);
+struct rs_sock *rs_tcp_owner_rcu(struct sock *tsk);
 void rs_tcp_detach(struct rs_sock *rs);
 void rs_tcp_sync(struct rs_sock *rs);
 void rs_sol_init(struct rs_sock *rs);
@@ -444,6 +450,7 @@ enum rs_counter {
 	RS_CNT_CTRL_DEFERRED,	/* a control message found the SQ full: a completion sends it */
 	RS_CNT_ORPHAN_DROPPED,	/* a close beyond max_orphans reset its connection */
 	RS_CNT_ORPHAN_TIMEOUT,	/* an orphan's peer took nothing for TCP_USER_TIMEOUT: reset */
+	RS_CNT_RP_TO_TCP,	/* reuseport group: TCP's choice was a plain TCP listener */
 	RS_CNT_WC_ERR,		/* + ib_wc_status: RS_CNT_WC_ERR + status */
 	RS_CNT_MAX = RS_CNT_WC_ERR + IB_WC_GENERAL_ERR + 1
 };

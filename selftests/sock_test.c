@@ -1651,6 +1651,100 @@ TEST_F(pair, rcvlowat_capped_by_a_locked_rcvbuf)
 	}
 }
 
+/* SO_REUSEPORT; a kernel before 6.6 refuses it to our family: then as librdmasock-preload.so does. */
+static int set_reuseport(int fd)
+{
+	int one = 1;
+
+	if (!setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)))
+		return 0;
+	if (errno != EOPNOTSUPP)
+		return -1;
+	return setsockopt(fd, SOL_RDMASOCK, RDMASOCK_REUSEPORT, &one, sizeof(one));
+}
+
+/*
+ * SO_REUSEPORT groups (pre-fork servers, nginx "reuseport"): every listener on the port serves,
+ * clients are spread across them as the kernel spreads TCP's (by a hash of the client's address),
+ * each accepted once; the group outlives its first member.
+ */
+TEST_F(lone, reuseport_group_spreads_clients)
+{
+	enum { LISTENERS = 3, CLIENTS = 24 };
+	int l[LISTENERS], c[CLIENTS], got[LISTENERS] = { 0 }, served = 0, used = 0;
+	struct sockaddr_storage ss;
+	socklen_t len = host_addr(variant->af, &ss, 0);
+	int fam = carrier_family(variant->carrier, variant->af);
+	char ch;
+
+	for (int i = 0; i < LISTENERS; i++) {
+		l[i] = i ? socket(fam, SOCK_STREAM, 0) : self->fd;
+		ASSERT_EQ(0, set_reuseport(l[i]));
+		ASSERT_EQ(1, getint(l[i], SOL_SOCKET, SO_REUSEPORT));
+		ASSERT_EQ(0, bind(l[i], (struct sockaddr *)&ss, len));
+		if (!i)
+			ASSERT_EQ(0, getsockname(l[i], (struct sockaddr *)&ss, &len));
+		ASSERT_EQ(0, listen(l[i], CLIENTS));
+	}
+	for (int k = 0; k < CLIENTS; k++) {
+		int s = -1;
+
+		c[k] = socket(fam, SOCK_STREAM, 0);
+		ASSERT_EQ(0, connect(c[k], (struct sockaddr *)&ss, len));
+		ASSERT_EQ(1, send(c[k], "r", 1, 0));
+		/* Exactly one listener has it: whichever TCP's choice (or ours) made. */
+		for (int t = 0; t < 200 && s < 0; t++) {
+			struct pollfd p[LISTENERS];
+
+			for (int i = 0; i < LISTENERS; i++)
+				p[i] = (struct pollfd){ .fd = l[i], .events = POLLIN };
+			ASSERT_LT(0, poll(p, LISTENERS, 100));
+			for (int i = 0; i < LISTENERS && s < 0; i++) {
+				if (!(p[i].revents & POLLIN))
+					continue;
+				s = accept4(l[i], NULL, NULL, SOCK_NONBLOCK);
+				if (s >= 0)
+					got[i]++;
+			}
+		}
+		ASSERT_LE(0, s);
+		ASSERT_TRUE(carried_as_expected(variant->carrier, s));
+		ASSERT_EQ(POLLIN, poll_one(s, POLLIN, 5000));
+		ASSERT_EQ(1, recv(s, &ch, 1, 0));
+		served++;
+		close(s);
+	}
+	for (int i = 0; i < LISTENERS; i++) {
+		TH_LOG("listener %d: %d clients", i, got[i]);
+		used += !!got[i];
+	}
+	ASSERT_EQ(CLIENTS, served);
+	ASSERT_LT(1, used);
+	/* The first member goes: the others still serve, over RDMA for rdmasock. */
+	close(l[0]);
+	self->fd = socket(fam, SOCK_STREAM, 0);
+	for (int k = 0; k < 4; k++) {
+		int n = socket(fam, SOCK_STREAM, 0), s = -1;
+
+		ASSERT_EQ(0, connect(n, (struct sockaddr *)&ss, len));
+		for (int t = 0; t < 200 && s < 0; t++) {
+			struct pollfd p[2] = { { .fd = l[1], .events = POLLIN },
+					       { .fd = l[2], .events = POLLIN } };
+
+			ASSERT_LT(0, poll(p, 2, 100));
+			s = accept4(p[0].revents & POLLIN ? l[1] : l[2], NULL, NULL, SOCK_NONBLOCK);
+		}
+		ASSERT_LE(0, s);
+		ASSERT_TRUE(carried_as_expected(variant->carrier, s));
+		close(s);
+		close(n);
+	}
+	for (int k = 0; k < CLIENTS; k++)
+		close(c[k]);
+	close(l[1]);
+	close(l[2]);
+}
+
 /*
  * The restart of a server whose old connection is still open: SO_REUSEADDR lets the new listener
  * bind the port (TCP: inet_csk_bind_conflict()), also when a protocol option came first.

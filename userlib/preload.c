@@ -6,6 +6,9 @@
  * the family read once from the module's sysfs parameter.  When the module is absent or refuses,
  * the original call is made: nothing breaks, everything stays TCP.  Other sockets are not touched.
  *
+ * setsockopt(SOL_SOCKET, SO_REUSEPORT), which kernels before 6.6 refuse to other families, is
+ * passed as RDMASOCK_REUSEPORT.
+ *
  * Policy (which connections may use RDMA) needs the address, so connect() and listen() are
  * intercepted too: a socket a rule excludes is switched to plain kernel TCP with the
  * RDMASOCK_FORCE_TCP option before the call, and stays a real kernel socket.  Rules come from
@@ -44,6 +47,7 @@ struct rule {
 static int (*real_socket)(int, int, int);
 static int (*real_connect)(int, const struct sockaddr *, socklen_t);
 static int (*real_listen)(int, int);
+static int (*real_setsockopt)(int, int, int, const void *, socklen_t);
 static int rdmasock_family = -1;
 static bool debug;
 static struct rule rules[MAX_RULES];
@@ -252,6 +256,7 @@ __attribute__((constructor)) static void rdmasock_preload_init(void)
 	real_socket = dlsym(RTLD_NEXT, "socket");
 	real_connect = dlsym(RTLD_NEXT, "connect");
 	real_listen = dlsym(RTLD_NEXT, "listen");
+	real_setsockopt = dlsym(RTLD_NEXT, "setsockopt");
 	debug = d && *d && strcmp(d, "0");
 	snprintf(progname, sizeof(progname), "%s", program_invocation_short_name);
 	p = getenv("RDMASOCK_POLICY");
@@ -346,4 +351,24 @@ EXPORT int listen(int fd, int backlog)
 	if (nrules && !getsockname(fd, (struct sockaddr *)&ss, &len))
 		apply_policy(fd, (struct sockaddr *)&ss, true);
 	return real_listen(fd, backlog);
+}
+
+/*
+ * SO_REUSEPORT: a kernel before 6.6 refuses it (EOPNOTSUPP) to a family other than AF_INET and
+ * AF_INET6; rdmasock takes it as RDMASOCK_REUSEPORT there.
+ */
+EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	int ret = real_setsockopt(fd, level, name, val, len), saved = errno;
+
+	if (ret && errno == EOPNOTSUPP && level == SOL_SOCKET && name == SO_REUSEPORT &&
+	    is_rdmasock(fd)) {
+		ret = real_setsockopt(fd, SOL_RDMASOCK, RDMASOCK_REUSEPORT, val, len);
+		if (debug)
+			say("fd %d: SO_REUSEPORT as RDMASOCK_REUSEPORT: %s", fd,
+			    ret ? strerror(errno) : "ok");
+		return ret;
+	}
+	errno = saved;
+	return ret;
 }

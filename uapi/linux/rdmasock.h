@@ -31,6 +31,11 @@
 #define RDMASOCK_FORCE_TCP	4
 /* struct rdmasock_info, read-only. */
 #define RDMASOCK_INFO		5
+/*
+ * int, read/write: SO_REUSEPORT, for kernels whose setsockopt(SOL_SOCKET) refuses it to a family
+ * other than AF_INET/AF_INET6 (before 6.6; librdmasock-preload.so turns SO_REUSEPORT into this).
+ */
+#define RDMASOCK_REUSEPORT	6
 
 enum rdmasock_mode {
 	RDMASOCK_MODE_NONE = 0,		/* not connected yet */
