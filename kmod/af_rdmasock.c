@@ -402,10 +402,7 @@ static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_a
 	rs_set_custom_sockopt(newsock);
 	child->mode = RDMASOCK_MODE_TCP;
 	child->reason = RDMASOCK_REASON_PEER_TCP;
-	/*
-	 * Our listener's options, as an RDMA child takes them (rs_tcp_sync() passes them on); the
-	 * TCP child has most already, from our TCP listener at its handshake.
-	 */
+	/* Our listener's options, as an RDMA child takes them. */
 	rs_sol_inherit(child, rs);
 	/*
 	 * The state as TCP's, then mirrored by the callbacks.  Under the TCP socket's lock, no
@@ -419,8 +416,9 @@ static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_a
 		rs_count(sock_net(&rs->sk), RS_CNT_CONN_TCP);
 	}
 	rs_tcp_attach(child, tcp_child);
+	rs_sol_seed_tcp_child(child, tcp_child->sk);
 	release_sock(tcp_child->sk);
-	rs_tcp_sync(child);
+	rs_tcp_sync(child);	/* what our listener had that its TCP listener had not */
 	rs_count_fallback(sock_net(&rs->sk), RDMASOCK_REASON_PEER_TCP);
 	trace_rdmasock_accept(child);
 	return 0;
@@ -667,6 +665,12 @@ static int rs_setsockopt_socket(struct socket *sock, int optname, sockptr_t optv
 			return err;
 		lock_sock(&rs->sk);
 		rs_set_reuseport(rs, val);
+	} else if (optname == SO_ATTACH_REUSEPORT_CBPF || optname == SO_ATTACH_REUSEPORT_EBPF ||
+		   optname == SO_DETACH_REUSEPORT_BPF) {
+		/* The group is our TCP listeners' (RDMA clients are spread by hash alone). */
+		lock_sock(&rs->sk);
+		err = rs->tcp ? sock_setsockopt(rs->tcp, SOL_SOCKET, optname, optval, optlen) :
+				-EOPNOTSUPP;
 	} else {
 		err = sock_setsockopt(sock, SOL_SOCKET, optname, optval, optlen);
 		lock_sock(&rs->sk);

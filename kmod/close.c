@@ -17,11 +17,12 @@
 
 /*
  * After close(), the last bytes and the FIN still go to the peer, as an orphaned TCP socket still
- * delivers them: close_work waits RS_CLOSE_WAIT in place for that (the common case: a FIN in
- * flight), then checks every RS_ORPHAN_CHECK, for as long as the peer keeps taking bytes or stays
- * alive (the persist probes find a dead one).  As TCP bounds its orphans: at most max_orphans at a
- * time (tcp_max_orphans; beyond, the close resets), and TCP_USER_TIMEOUT, if set, without the peer
- * taking a byte ends one (a reset too).
+ * delivers them.  close_work looks again after 1, 1, 2, 4 ... jiffies up to RS_CLOSE_WAIT (a FIN in
+ * flight, the common case: no worker sleeps), then every RS_ORPHAN_CHECK while the peer's HCA
+ * completes our work requests.  As TCP bounds its orphans: at most max_orphans at a time
+ * (tcp_max_orphans; beyond, the close resets), and no progress for TCP_USER_TIMEOUT if set, else
+ * for orphan_timeout_s (a stalled orphan's zero-window probes give up once their backoff reaches
+ * TCP_RTO_MAX), resets it.  A peer that died fails our work requests (RC retries) sooner.
  */
 #define RS_CLOSE_WAIT		(HZ / 5)
 #define RS_ORPHAN_CHECK		(HZ / 4)
@@ -30,6 +31,11 @@ static unsigned int rs_max_orphans = 4096;
 module_param_named(max_orphans, rs_max_orphans, uint, 0644);
 MODULE_PARM_DESC(max_orphans,
 		 "closed connections still delivering their last bytes, at most (as tcp_max_orphans)");
+
+static unsigned int rs_orphan_timeout_s = 120;
+module_param_named(orphan_timeout_s, rs_orphan_timeout_s, uint, 0644);
+MODULE_PARM_DESC(orphan_timeout_s,
+		 "an orphan whose peer takes nothing for this long is reset (TCP_USER_TIMEOUT first)");
 
 static atomic_t rs_orphans = ATOMIC_INIT(0);
 
@@ -46,7 +52,7 @@ int rs_orphan_count(void)
 static bool rs_fail_connecting(struct rs_sock *rs, int err)
 {
 	if (rs->parent || READ_ONCE(rs->sk.sk_state) != TCP_SYN_SENT ||
-	    READ_ONCE(rs->mode) != RDMASOCK_MODE_NONE)
+	    READ_ONCE(rs->mode) != RDMASOCK_MODE_NONE || sock_flag(&rs->sk, SOCK_DEAD))
 		return false;
 	rs_connect_done(rs, err, err == -EPROTO ? RDMASOCK_REASON_HELLO :
 			RDMASOCK_REASON_RESOURCE);
@@ -217,10 +223,11 @@ int rs_shutdown(struct rs_sock *rs, int how)
 	return err;
 }
 
-/* Does the orphan stay?  False when it must be reset: too many, or its user timeout ran out. */
+/* Does the orphan stay?  False when it must be reset: too many, or no progress for too long. */
 static bool rs_orphan_keep(struct rs_sock *rs)
 {
 	struct net *net = sock_net(&rs->sk);
+	unsigned long limit;
 	u32 done;
 
 	if (!rs->orphan_counted) {
@@ -238,16 +245,46 @@ static bool rs_orphan_keep(struct rs_sock *rs)
 	if (done != rs->orphan_done) {
 		rs->orphan_done = done;
 		rs->orphan_progress = jiffies;
-	} else if (rs->user_timeout &&
-		   time_after(jiffies, rs->orphan_progress + msecs_to_jiffies(rs->user_timeout))) {
+		return true;
+	}
+	limit = rs->user_timeout ? msecs_to_jiffies(rs->user_timeout) :
+		READ_ONCE(rs_orphan_timeout_s) * HZ;
+	if (time_after(jiffies, rs->orphan_progress + limit)) {
 		rs_count(net, RS_CNT_ORPHAN_TIMEOUT);
 		return false;
 	}
 	/*
-	 * Something is in flight (else tx is idle): a peer that died fails it (RC retries), one
-	 * that lives but takes nothing keeps it (RNR, retried for ever): TCP's zero window.
+	 * Nothing completed since the last look.  Unsignaled work requests after the last
+	 * signaled one (a CONSUMED, a READY) complete only with a later signaled one, and a FIN
+	 * may wait for a push: push, and send a signaled probe, unless ours is still in flight.
+	 * A peer that died fails it (RC retries); one that lives but takes nothing (RNR, retried
+	 * for ever) keeps it in flight until the limit above: TCP's zero window.
 	 */
+	if ((s32)(done - rs->orphan_probe_end) >= 0) {
+		rs_tx_push(rs);
+		if (!rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_KEEPALIVE, true)) {
+			spin_lock_bh(&rs->lock);
+			rs->orphan_probe_end = rs->sq_posted;
+			spin_unlock_bh(&rs->lock);
+		}
+	}
 	return true;
+}
+
+/* When close_work looks again at a socket whose last work requests are in flight; 0: now. */
+static unsigned long rs_close_next(struct rs_sock *rs)
+{
+	unsigned long delay;
+
+	if (rs->close_waited < RS_CLOSE_WAIT) {
+		delay = max(1UL, rs->close_waited);
+		rs->close_waited += delay;
+		return delay;
+	}
+	/* An abortive close never orphans (as TCP's): the disconnect is the reset then. */
+	if (test_bit(RS_F_CLOSE_RESET, &rs->flags))
+		return 0;
+	return rs_orphan_keep(rs) ? RS_ORPHAN_CHECK : 0;
 }
 
 /*
@@ -257,12 +294,14 @@ static bool rs_orphan_keep(struct rs_sock *rs)
 void rs_close_work(struct work_struct *work)
 {
 	struct rs_sock *rs = container_of(to_delayed_work(work), struct rs_sock, close_work);
+	unsigned long delay;
 
-	if (!rs->orphan_counted)
-		wait_event_timeout(rs->close_wait, rs_tx_idle(rs), RS_CLOSE_WAIT);
-	if (!rs_tx_idle(rs) && rs_orphan_keep(rs)) {
-		queue_delayed_work(rs_wq, &rs->close_work, RS_ORPHAN_CHECK);
-		return;
+	if (!rs_tx_idle(rs)) {
+		delay = rs_close_next(rs);
+		if (delay) {
+			queue_delayed_work(rs_wq, &rs->close_work, delay);
+			return;
+		}
 	}
 	if (rs->orphan_counted)
 		atomic_dec(&rs_orphans);
@@ -285,12 +324,22 @@ void rs_release(struct rs_sock *rs)
 		rs_cm_listener_close(rs);
 	if (rs->tcp)
 		rs_tcp_detach(rs);
-	if (rs_rdma_live(rs)) {
+	if (sk->sk_state == TCP_SYN_SENT) {
+		/* As tcp_close() of a connecting socket: the attempt goes, no FIN, no orphan. */
+		rs_teardown_rdma(rs, false);
+	} else if (rs_rdma_live(rs)) {
 		/* Unread data or SO_LINGER {1, 0}: reset the peer, as TCP sends an RST. */
 		if (rs_rx_avail(rs) || (sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime)) {
-			/* What was not sent yet never is (an orphan has nothing to deliver). */
+			/*
+			 * What was not sent never is, nor a FIN still pending (shut down on a full
+			 * send queue): the peer must not take a truncated stream for a whole one.
+			 * Never an orphan: if the RESET is not out by RS_CLOSE_WAIT, the disconnect
+			 * says it.
+			 */
 			spin_lock_bh(&rs->lock);
 			rs->tx_staged = rs->tx_prod;
+			set_bit(RS_F_FIN_SENT, &rs->flags);
+			set_bit(RS_F_CLOSE_RESET, &rs->flags);
 			spin_unlock_bh(&rs->lock);
 			rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_RESET, true);
 		} else {

@@ -620,7 +620,7 @@ out:
 	mutex_unlock(&rs_rp_mutex);
 }
 
-/* A member stops listening: out of its group, whose requests no longer pick it; the last one ends it. */
+/* A member stops listening: out of its group, no request picks it again; the last ends it. */
 static void rs_rp_leave(struct rs_sock *rs)
 {
 	struct rs_rp_group *g = rs->rp_group;

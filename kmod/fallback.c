@@ -207,8 +207,6 @@ void rs_tcp_detach(struct rs_sock *rs)
  * overwritten.  rs->sol_seen is our socket's state as last passed on; rs->sol_set the fields the
  * user ever changed, which a new TCP socket gets.
  */
-#define RS_BUF_LOCKS	(SOCK_SNDBUF_LOCK | SOCK_RCVBUF_LOCK)
-
 static void rs_sol_read(const struct sock *sk, struct rs_sol *v)
 {
 	v->rcvtimeo = READ_ONCE(sk->sk_rcvtimeo);
@@ -228,7 +226,8 @@ static void rs_sol_read(const struct sock *sk, struct rs_sol *v)
 	/* Bitfields (no READ_ONCE): a torn read only passes a value on at the next call. */
 	v->reuse = sk->sk_reuse;
 	v->reuseport = sk->sk_reuseport;
-	v->buflocks = sk->sk_userlocks & RS_BUF_LOCKS;
+	v->rcvbuf_lock = sk->sk_userlocks & SOCK_RCVBUF_LOCK;
+	v->sndbuf_lock = sk->sk_userlocks & SOCK_SNDBUF_LOCK;
 }
 
 static u32 rs_sol_diff(const struct rs_sol *a, const struct rs_sol *b)
@@ -255,11 +254,10 @@ static u32 rs_sol_diff(const struct rs_sol *a, const struct rs_sol *b)
 		d |= BIT(RS_SOL_REUSE);
 	if (a->reuseport != b->reuseport)
 		d |= BIT(RS_SOL_REUSEPORT);
-	if (a->buflocks != b->buflocks)
-		d |= BIT(RS_SOL_BUFLOCKS);
-	if (a->rcvbuf != b->rcvbuf)
+	/* A size goes with its lock: the user's, or TCP's own tuning again. */
+	if (a->rcvbuf_lock != b->rcvbuf_lock || (a->rcvbuf_lock && a->rcvbuf != b->rcvbuf))
 		d |= BIT(RS_SOL_RCVBUF);
-	if (a->sndbuf != b->sndbuf)
+	if (a->sndbuf_lock != b->sndbuf_lock || (a->sndbuf_lock && a->sndbuf != b->sndbuf))
 		d |= BIT(RS_SOL_SNDBUF);
 	if (a->priority != b->priority)
 		d |= BIT(RS_SOL_PRIORITY);
@@ -281,8 +279,12 @@ static void rs_sol_apply(struct sock *tsk, const struct rs_sol *v, u32 mask)
 		WRITE_ONCE(tsk->sk_rcvtimeo, v->rcvtimeo);
 	if (mask & BIT(RS_SOL_SNDTIMEO))
 		WRITE_ONCE(tsk->sk_sndtimeo, v->sndtimeo);
-	if (mask & BIT(RS_SOL_RCVLOWAT))
-		WRITE_ONCE(tsk->sk_rcvlowat, v->rcvlowat);
+	if (mask & BIT(RS_SOL_RCVLOWAT)) {
+		if (tsk->sk_socket && tsk->sk_socket->ops->set_rcvlowat)
+			tsk->sk_socket->ops->set_rcvlowat(tsk, v->rcvlowat);
+		else
+			WRITE_ONCE(tsk->sk_rcvlowat, v->rcvlowat);
+	}
 	if (mask & BIT(RS_SOL_LINGER)) {
 		WRITE_ONCE(tsk->sk_lingertime, v->lingertime);
 		sock_valbool_flag(tsk, SOCK_LINGER, v->linger);
@@ -302,12 +304,21 @@ static void rs_sol_apply(struct sock *tsk, const struct rs_sol *v, u32 mask)
 		tsk->sk_reuse = v->reuse;
 	if (mask & BIT(RS_SOL_REUSEPORT))
 		tsk->sk_reuseport = v->reuseport;
-	if (mask & BIT(RS_SOL_BUFLOCKS))
-		tsk->sk_userlocks = (tsk->sk_userlocks & ~RS_BUF_LOCKS) | v->buflocks;
-	if (mask & BIT(RS_SOL_RCVBUF))
-		WRITE_ONCE(tsk->sk_rcvbuf, v->rcvbuf);
+	if (mask & BIT(RS_SOL_RCVBUF)) {
+		if (v->rcvbuf_lock) {
+			tsk->sk_userlocks |= SOCK_RCVBUF_LOCK;
+			WRITE_ONCE(tsk->sk_rcvbuf, v->rcvbuf);
+		} else {
+			tsk->sk_userlocks &= ~SOCK_RCVBUF_LOCK;
+		}
+	}
 	if (mask & BIT(RS_SOL_SNDBUF)) {
-		WRITE_ONCE(tsk->sk_sndbuf, v->sndbuf);
+		if (v->sndbuf_lock) {
+			tsk->sk_userlocks |= SOCK_SNDBUF_LOCK;
+			WRITE_ONCE(tsk->sk_sndbuf, v->sndbuf);
+		} else {
+			tsk->sk_userlocks &= ~SOCK_SNDBUF_LOCK;
+		}
 		tsk->sk_write_space(tsk);
 	}
 	if (mask & BIT(RS_SOL_PRIORITY))
@@ -412,6 +423,7 @@ void rs_sol_inherit(struct rs_sock *child, const struct rs_sock *listener)
 	struct rs_sol v;
 
 	rs_sol_read(&listener->sk, &v);
+	sk->sk_uid = listener->sk.sk_uid;	/* as a clone's (ours has no socket yet: root) */
 	sk->sk_rcvtimeo = v.rcvtimeo;
 	sk->sk_sndtimeo = v.sndtimeo;
 	sk->sk_lingertime = v.lingertime;
@@ -427,9 +439,34 @@ void rs_sol_inherit(struct rs_sock *child, const struct rs_sock *listener)
 	sock_valbool_flag(sk, SOCK_KEEPOPEN, v.keepopen);
 	sk->sk_reuse = v.reuse;
 	sk->sk_reuseport = v.reuseport;
-	sk->sk_userlocks = v.buflocks;
-	child->sol_seen = listener->sol_seen;
-	child->sol_set = listener->sol_set;
+	sk->sk_userlocks = (v.rcvbuf_lock ? SOCK_RCVBUF_LOCK : 0) |
+			   (v.sndbuf_lock ? SOCK_SNDBUF_LOCK : 0);
+	/*
+	 * Unlocked from an RDMA child's CM handler (the listener pushes under its TCP socket's
+	 * lock): a field set at that very moment may be missed by the child, as by a TCP clone.
+	 */
+	child->sol_seen = data_race(listener->sol_seen);
+	/* (Likewise: a bit added at that moment may be missed.) */
+	child->sol_set = data_race(listener->sol_set);
+}
+
+/*
+ * A TCP child was cloned from our TCP listener at its handshake: it has what had reached that
+ * listener then, not what was set on ours since (6.1: until accept() passed it on).  What it has
+ * is what was passed on, so that the next push sends the rest; but the device, mark and priority
+ * TCP gave it itself (its arrival interface, tcp_fwmark_accept, sk_clone_lock) count as ours:
+ * never overwritten.  (Sizes TCP tunes itself are never compared: rs_sol_diff().)  Under @tsk's
+ * lock.
+ */
+void rs_sol_seed_tcp_child(struct rs_sock *child, struct sock *tsk)
+{
+	struct rs_sol *seen = &child->sol_seen;
+	struct sock *sk = &child->sk;
+
+	rs_sol_read(tsk, seen);
+	seen->bound_dev_if = sk->sk_bound_dev_if;
+	seen->mark = sk->sk_mark;
+	seen->priority = sk->sk_priority;
 }
 
 /* SO_KEEPALIVE on the TCP socket, as sk_setsockopt() does it. */
@@ -456,6 +493,12 @@ static void rs_tcp_init_opts(struct rs_sock *rs, struct socket *tcp)
 	struct sock *tsk = tcp->sk;
 
 	rs_sol_push(rs, tsk, true);
+	/* The socket's owner, not whoever first made us need the TCP socket (fd passing): for
+	 * reuseport's uid check and uid routing.
+	 */
+	lock_sock(tsk);
+	tsk->sk_uid = rs->sk.sk_uid;
+	release_sock(tsk);
 	if (rs->nodelay)
 		tcp_sock_set_nodelay(tsk);
 	if (rs->cork)

@@ -201,7 +201,8 @@ void rs_grow_init(struct rs_sock *rs)
  */
 void rs_rx_grow_soon(struct rs_sock *rs, u32 queued)
 {
-	if (!rs_rx_wants_grow(rs, queued))
+	/* Not for a closed socket: nobody reads, and an orphan must finish, not post more. */
+	if (sock_flag(&rs->sk, SOCK_DEAD) || !rs_rx_wants_grow(rs, queued))
 		return;
 	sock_hold(&rs->sk);
 	if (!queue_work(rs_wq, &rs->grow_work))

@@ -137,6 +137,7 @@ enum rs_flag {
 	RS_F_DEV_GONE,		/* DEVICE_REMOVAL while process context held the id (cm.c) */
 	RS_F_SWITCH_WAIT,	/* a SWITCH found the SQ full: retried after a completion */
 	RS_F_TCP_COUNTED,	/* TCP mode: counted in connections_tcp (once established) */
+	RS_F_CLOSE_RESET,	/* closed with a RESET: never an orphan */
 	RS_F_COMM_EST,		/* child: the client's first message told the CM (rs_comm_est) */
 };
 
@@ -145,8 +146,8 @@ struct rs_rp_group;
 /* The SOL_SOCKET state a TCP socket acts on (fallback.c passes it on). */
 enum rs_sol_field {
 	RS_SOL_RCVTIMEO, RS_SOL_SNDTIMEO, RS_SOL_RCVLOWAT, RS_SOL_LINGER, RS_SOL_URGINLINE,
-	RS_SOL_LOCALROUTE, RS_SOL_KEEPOPEN, RS_SOL_REUSE, RS_SOL_REUSEPORT, RS_SOL_BUFLOCKS,
-	RS_SOL_RCVBUF, RS_SOL_SNDBUF, RS_SOL_PRIORITY, RS_SOL_MARK, RS_SOL_DEV, RS_SOL_PACING,
+	RS_SOL_LOCALROUTE, RS_SOL_KEEPOPEN, RS_SOL_REUSE, RS_SOL_REUSEPORT, RS_SOL_RCVBUF,
+	RS_SOL_SNDBUF, RS_SOL_PRIORITY, RS_SOL_MARK, RS_SOL_DEV, RS_SOL_PACING,
 };
 
 struct rs_sol {
@@ -155,7 +156,8 @@ struct rs_sol {
 	int rcvlowat, rcvbuf, sndbuf, bound_dev_if;
 	u32 priority, mark;
 	bool linger, urginline, localroute, keepopen;
-	u8 reuse, reuseport, buflocks;
+	bool rcvbuf_lock, sndbuf_lock;	/* the user set the size (SO_RCVBUF, SO_BUF_LOCK) */
+	u8 reuse, reuseport;
 };
 
 struct rs_sock {
@@ -289,8 +291,10 @@ struct rs_sock {
 	struct delayed_work close_work;		/* close after release(); an orphan's checks */
 	struct work_struct qp_err_work;		/* a fatal QP event, from any context */
 	wait_queue_head_t close_wait;		/* close_work waits here for FIN's completion */
-	unsigned long orphan_progress;		/* an orphan (close.c): jiffies when sq_done */
-	u32 orphan_done;			/* last moved, to this */
+	unsigned long close_waited;		/* close_work (close.c): jiffies waited so far */
+	unsigned long orphan_progress;		/* an orphan: jiffies when sq_done last moved, */
+	u32 orphan_done;			/* to this */
+	u32 orphan_probe_end;			/* sq_posted after its last probe */
 	bool orphan_counted;			/* counted in rs_orphans */
 
 	/* The TCP socket's own callbacks, which ours wrap (fallback.c). */
@@ -427,6 +431,7 @@ void rs_sol_init(struct rs_sock *rs);
 void rs_sol_adopt_priority(struct rs_sock *rs);
 int rs_tcp_set_rcvlowat(struct rs_sock *rs, int val);
 void rs_sol_inherit(struct rs_sock *child, const struct rs_sock *listener);
+void rs_sol_seed_tcp_child(struct rs_sock *child, struct sock *tsk);
 bool rs_neg_cache_hit(const struct net *net, const struct sockaddr *addr);
 void rs_neg_cache_add(const struct net *net, const struct sockaddr *addr);
 void rs_neg_cache_exit(void);

@@ -632,9 +632,17 @@ static void orphan_case(struct __test_metadata *_metadata, FIXTURE_DATA(once) *s
  */
 TEST_F_TIMEOUT(once, orphan_delivers_after_a_long_stall, 90)
 {
+	const char *retry = "wc_error_transport_retry_counter_exceeded";
+	long long retries = rs_counter(retry);
 	char said[64];
 
 	orphan_case(_metadata, self, 12, 0, -1, said, sizeof(said));
+	/*
+	 * 6.12's rxe answers a write to a QP without receives with silence, not an RNR NAK: our RC
+	 * retries then run out (as TCP's retransmissions would), and no peer is alive and stalled.
+	 */
+	if (strcmp(said, "got 10 bytes, fin\n") && rs_counter(retry) > retries)
+		SKIP(return, "this rxe does not RNR-NAK: the stalled peer looked dead");
 	ASSERT_STREQ("got 10 bytes, fin\n", said);
 }
 
