@@ -25,8 +25,6 @@
 #define RS_RETRY_COUNT		6	/* 7 would mean "retry forever" on rxe */
 /* Receive WRs are reposted at once, so an RNR NAK is transient: retry it for ever. */
 #define RS_RNR_RETRY_INFINITE	7
-#define RS_REJ_HELLO		0x52534801U	/* REJ private data: "your hello does not parse" */
-#define RS_REJ_BUSY		0x52534802U	/* REJ private data: "backlog full, retry" */
 /*
  * A full backlog drops a TCP SYN and the client retries for about two minutes.  A busy REJ makes
  * us retry RDMA 100 ms, 200 ms ... then every 1.6 s, for about 30 s, before TCP takes over.
@@ -549,6 +547,7 @@ struct rs_rp_group {
 	struct net *net;		/* (no reference: the members' sockets hold it) */
 	struct sockaddr_storage addr;	/* our TCP listeners' bound address and port */
 	int bound_dev_if;
+	bool v6only;
 	struct rdma_cm_id *id;		/* NULL once its device went */
 	bool dev_gone;			/* DEVICE_REMOVAL while rs_rp_join() still held the id */
 	struct rw_semaphore members_sem;
@@ -582,7 +581,7 @@ void rs_rp_join(struct rs_sock *rs, int backlog)
 	mutex_lock(&rs_rp_mutex);
 	list_for_each_entry(g, &rs_rp_groups, node)
 		if (net_eq(g->net, net) && g->bound_dev_if == rs->tcp->sk->sk_bound_dev_if &&
-		    rs_addr_equal(&g->addr, &addr))
+		    g->v6only == ipv6_only_sock(rs->tcp->sk) && rs_addr_equal(&g->addr, &addr))
 			goto join;
 	g = kzalloc(sizeof(*g), GFP_KERNEL);
 	if (!g)
@@ -590,8 +589,12 @@ void rs_rp_join(struct rs_sock *rs, int backlog)
 	g->net = net;
 	g->addr = addr;
 	g->bound_dev_if = rs->tcp->sk->sk_bound_dev_if;
+	g->v6only = ipv6_only_sock(rs->tcp->sk);
 	init_rwsem(&g->members_sem);
 	INIT_LIST_HEAD(&g->members);
+	/* A member before it listens: no request finds the group empty. */
+	list_add_tail(&rs->rp_node, &g->members);
+	rs->rp_group = g;
 	id = rdma_create_id(net, rs_cm_handler, (void *)((unsigned long)g | RS_RP_TAG),
 			    RDMA_PS_TCP, IB_QPT_RC);
 	err = IS_ERR(id) ? PTR_ERR(id) : rs_id_bind(rs, id, (struct sockaddr *)&addr);
@@ -606,11 +609,14 @@ void rs_rp_join(struct rs_sock *rs, int backlog)
 		if (err == -EADDRINUSE)
 			rs_count(net, RS_CNT_RDMA_PORT_TAKEN);
 		if (!IS_ERR(id))
-			rdma_destroy_id(id);
+			rdma_destroy_id(id);	/* its handlers are done: none sees @g after */
+		list_del_init(&rs->rp_node);
+		rs->rp_group = NULL;
 		kfree(g);
 		goto out;
 	}
 	list_add(&g->node, &rs_rp_groups);
+	goto out;
 join:
 	down_write(&g->members_sem);
 	list_add_tail(&rs->rp_node, &g->members);
@@ -638,13 +644,15 @@ static void rs_rp_leave(struct rs_sock *rs)
 	if (last) {
 		list_del(&g->node);
 		id = xchg(&g->id, NULL);
+		/*
+		 * Under the mutex: a group made again for the port at once finds it free.  (No
+		 * handler takes the mutex.)  It waits for its handlers: none sees @g after.
+		 */
+		if (id)
+			rdma_destroy_id(id);
+		kfree(g);
 	}
 	mutex_unlock(&rs_rp_mutex);
-	if (!last)
-		return;
-	if (id)
-		rdma_destroy_id(id);	/* waits for its handlers: none may see @g after */
-	kfree(g);
 }
 
 /* A spread over the client's address and port, as TCP hashes its connections for reuseport. */
@@ -701,10 +709,15 @@ static int rs_rp_request(struct rs_rp_group *g, struct rdma_cm_id *id, struct rd
 
 	down_read(&g->members_sem);
 	listener = rs_rp_pick(g, id);
-	if (listener)
+	if (listener) {
 		err = rs_cm_request(listener, id, ev);
-	else
-		rs_count(g->net, RS_CNT_RP_TO_TCP);	/* rdma_cm rejects: the client goes TCP */
+	} else {
+		/* Said so: the client goes to TCP at once, and does not remember us as TCP-only. */
+		__be32 why = cpu_to_be32(RS_REJ_TCP);
+
+		rs_count(g->net, RS_CNT_RP_TO_TCP);
+		rdma_reject(id, &why, sizeof(why), IB_CM_REJ_CONSUMER_DEFINED);
+	}
 	up_read(&g->members_sem);
 	return err;
 }
@@ -714,9 +727,12 @@ static int rs_rp_device_removal(struct rs_rp_group *g, struct rdma_cm_id *id)
 {
 	if (cmpxchg(&g->id, id, NULL) == id)
 		return 1;
-	/* rs_rp_join() holds it still (rdma_listen()), or rs_rp_leave() destroys it. */
+	/* rs_rp_join() holds it still (rdma_listen()): mark, then try once more (as listeners). */
 	WRITE_ONCE(g->dev_gone, true);
-	return 0;
+	smp_mb();	/* pairs with the xchg in rs_rp_join() */
+	if (cmpxchg(&g->id, id, NULL) == id)
+		return 1;
+	return 0;	/* rs_rp_join() saw the mark, or rs_rp_leave() destroys it */
 }
 
 static int rs_rp_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
@@ -802,6 +818,8 @@ static int rs_reject_reason(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return RDMASOCK_REASON_HELLO;
 	if (why && len >= sizeof(*why) && be32_to_cpu(*why) == RS_REJ_BUSY)
 		return RDMASOCK_REASON_PEER_BUSY;
+	if (why && len >= sizeof(*why) && be32_to_cpu(*why) == RS_REJ_TCP)
+		return RDMASOCK_REASON_PEER_TCP;
 	return RDMASOCK_REASON_PEER_REJECT;
 }
 
@@ -880,8 +898,14 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 		rs_connect_work_arm(child, RS_SYN_RECV_TIMEOUT);
 	}
 	spin_unlock_bh(&listener->lock);
-	if (!linked)	/* failed already (a completion aborted it): teardown destroys the id */
+	if (!linked) {	/* failed already (a completion aborted it): teardown destroys the id */
 		sock_put(&child->sk);
+		return 0;
+	}
+	/* The client's READY may have come before SYN_RECV was set: it establishes us still. */
+	smp_mb__after_atomic();
+	if (test_bit(RS_F_PEER_READY, &child->flags))
+		rs_comm_est(child);
 	return 0;
 fail:
 	rs_child_free_early(child);

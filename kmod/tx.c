@@ -76,10 +76,15 @@ static void rs_qp_event(struct ib_event *ev, void *ctx)
 void rs_comm_est(struct rs_sock *rs)
 {
 	struct rdma_cm_id *id = READ_ONCE(rs->cm_id);
+	int err;
 
-	if (rs->parent && id && READ_ONCE(rs->sk.sk_state) == TCP_SYN_RECV &&
-	    !test_and_set_bit(RS_F_COMM_EST, &rs->flags))
-		rdma_notify(id, IB_EVENT_COMM_EST);
+	smp_mb();	/* the message's mark (RS_F_PEER_READY) before the state: rs_cm_request() */
+	if (!rs->parent || !id || READ_ONCE(rs->sk.sk_state) != TCP_SYN_RECV ||
+	    test_and_set_bit(RS_F_COMM_EST, &rs->flags))
+		return;
+	err = rdma_notify(id, IB_EVENT_COMM_EST);
+	if (err && err != -EISCONN)
+		clear_bit(RS_F_COMM_EST, &rs->flags);	/* (no memory): the next message retries */
 }
 
 static int rs_qp_alloc(struct rs_sock *rs, struct rdma_cm_id *id, u32 inline_size)

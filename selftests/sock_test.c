@@ -1746,6 +1746,59 @@ TEST_F(lone, reuseport_group_spreads_clients)
 }
 
 /*
+ * A reuseport group with a plain TCP listener in it (another program on the port): every client is
+ * served; rdmasock clients that TCP's choice sends to the plain one go TCP at once (peer_tcp), and
+ * the rest still ride RDMA: the destination is not remembered as TCP-only.
+ */
+TEST_F(lone, reuseport_group_with_a_plain_tcp_member)
+{
+	enum { CLIENTS = 16 };
+	int l[2] = { self->fd, socket(variant->af, SOCK_STREAM, 0) }, rdma = 0, tcp = 0;
+	int fam = carrier_family(variant->carrier, variant->af);
+	long long cached = rs_counter("fallback_neg_cache");
+	struct sockaddr_storage ss;
+	socklen_t len = host_addr(variant->af, &ss, 0);
+	char ch;
+
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(0, set_reuseport(l[i]));
+		ASSERT_EQ(0, bind(l[i], (struct sockaddr *)&ss, len));
+		if (!i)
+			ASSERT_EQ(0, getsockname(l[i], (struct sockaddr *)&ss, &len));
+		ASSERT_EQ(0, listen(l[i], CLIENTS));
+	}
+	for (int k = 0; k < CLIENTS; k++) {
+		int c = socket(fam, SOCK_STREAM, 0), s = -1;
+		struct pollfd p[2] = { { .fd = l[0], .events = POLLIN },
+				       { .fd = l[1], .events = POLLIN } };
+
+		ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+		ASSERT_LT(0, poll(p, 2, 5000));
+		s = accept(p[0].revents & POLLIN ? l[0] : l[1], NULL, NULL);
+		ASSERT_LE(0, s);
+		ASSERT_EQ(1, send(c, "p", 1, 0));
+		ASSERT_EQ(1, recv(s, &ch, 1, 0));
+		if (variant->carrier == CARRIER_RDMASOCK) {
+			if (rs_getint(c, RDMASOCK_MODE) == RDMASOCK_MODE_RDMA) {
+				rdma++;
+			} else {
+				tcp++;
+				ASSERT_EQ(RDMASOCK_REASON_PEER_TCP,
+					  rs_getint(c, RDMASOCK_FALLBACK_REASON));
+			}
+		}
+		close(s);
+		close(c);
+	}
+	TH_LOG("%d clients over RDMA, %d sent to TCP", rdma, tcp);
+	if (variant->carrier == CARRIER_RDMASOCK) {
+		ASSERT_LT(0, rdma);
+		ASSERT_EQ(cached, rs_counter("fallback_neg_cache"));
+	}
+	close(l[1]);
+}
+
+/*
  * The restart of a server whose old connection is still open: SO_REUSEADDR lets the new listener
  * bind the port (TCP: inet_csk_bind_conflict()), also when a protocol option came first.
  */

@@ -359,16 +359,21 @@ EXPORT int listen(int fd, int backlog)
  */
 EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
-	int ret = real_setsockopt(fd, level, name, val, len), saved = errno;
+	int ret, saved;
 
-	if (ret && errno == EOPNOTSUPP && level == SOL_SOCKET && name == SO_REUSEPORT &&
+	if (!real_setsockopt)	/* called from another library's constructor, before ours */
+		real_setsockopt = dlsym(RTLD_NEXT, "setsockopt");
+	ret = real_setsockopt(fd, level, name, val, len);
+	saved = errno;
+	if (ret && saved == EOPNOTSUPP && level == SOL_SOCKET && name == SO_REUSEPORT &&
 	    is_rdmasock(fd)) {
 		ret = real_setsockopt(fd, SOL_RDMASOCK, RDMASOCK_REUSEPORT, val, len);
 		if (debug)
 			say("fd %d: SO_REUSEPORT as RDMASOCK_REUSEPORT: %s", fd,
 			    ret ? strerror(errno) : "ok");
-		return ret;
+		if (!ret)
+			return 0;
 	}
-	errno = saved;
+	errno = saved;		/* the caller's error, not our attempt's */
 	return ret;
 }
