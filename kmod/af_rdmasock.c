@@ -157,7 +157,7 @@ static int rs_bind(struct socket *sock, struct sockaddr *addr, int len)
 		err = kernel_bind(rs->tcp, addr, len);
 	if (!err)	/* (rs_check_addr() checked the length: the port is there) */
 		rs->port_auto = !((struct sockaddr_in *)addr)->sin_port;
-	/* (Not for SO_REUSEPORT: the port's one rdma_cm listener is its group's, made at listen.) */
+	/* Not for SO_REUSEPORT: the port's one rdma_cm listener is its group's, made at listen. */
 	if (!err && !rs->force_tcp && !rs->sk.sk_reuseport)
 		rs_cm_bind(rs, addr, len);
 out:

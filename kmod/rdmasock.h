@@ -23,7 +23,7 @@
 /* A REJ's private data (a big-endian u32), why the server refused RDMA for this connection. */
 #define RS_REJ_HELLO		0x52534801U	/* your hello does not parse */
 #define RS_REJ_BUSY		0x52534802U	/* backlog full, retry */
-#define RS_REJ_TCP		0x52534803U	/* this one goes to TCP (a reuseport group's choice) */
+#define RS_REJ_TCP		0x52534803U	/* go to TCP (a reuseport group's choice) */
 #define RS_PROTO_VERSION	1
 
 /*
