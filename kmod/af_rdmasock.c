@@ -531,6 +531,8 @@ static __poll_t rs_poll_rdma(struct rs_sock *rs)
 	if (state != TCP_SYN_SENT) {
 		if (rs_rx_readable(rs, sock_rcvlowat(sk, 0, INT_MAX)))
 			mask |= EPOLLIN | EPOLLRDNORM;
+		if (rs_urg_pending(rs))
+			mask |= EPOLLPRI;
 		/*
 		 * Writable when a write would not block: room, or it fails at once.  In CLOSE_WAIT
 		 * too (an epoll writer must not spin on EAGAIN, nor wait for ever on a dead QP).
@@ -567,6 +569,11 @@ static int rs_ioctl(struct socket *sock, unsigned int cmd, unsigned long arg)
 		if (rs->sk.sk_state == TCP_LISTEN)
 			return -EINVAL;
 		val = rs_rx_avail(rs);
+		break;
+	case SIOCATMARK:
+		if (rs->sk.sk_state == TCP_LISTEN)
+			return -EINVAL;
+		val = rs_urg_at_mark(rs);
 		break;
 	case SIOCOUTQ:
 		if (rs->sk.sk_state == TCP_LISTEN)
@@ -868,8 +875,6 @@ static int rs_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 	struct rs_sock *rs = rs_sk(sock->sk);
 	int ret;
 
-	if (msg->msg_flags & MSG_OOB && !rs_is_tcp(rs))
-		return -EOPNOTSUPP;
 	ret = rs_lock_connected(rs, msg->msg_flags & MSG_DONTWAIT);
 	if (ret)
 		return ret;
@@ -895,8 +900,6 @@ static int rs_recvmsg(struct socket *sock, struct msghdr *msg, size_t len, int f
 	/* As tcp_recvmsg(): nothing is ever queued on our error queue (no timestamps, zerocopy). */
 	if (flags & MSG_ERRQUEUE)
 		return -EAGAIN;
-	if (flags & MSG_OOB)
-		return -EINVAL;
 	ret = rs_lock_connected(rs, flags & MSG_DONTWAIT);
 	if (ret)
 		return ret;
@@ -905,7 +908,12 @@ static int rs_recvmsg(struct socket *sock, struct msghdr *msg, size_t len, int f
 		rs_tcp_sync(rs);
 		return rs->tcp->ops->recvmsg(rs->tcp, msg, len, flags);
 	}
-	ret = rs_rdma_recvmsg(rs, msg, len, flags);
+	if (flags & MSG_OOB && rs->sk.sk_state == TCP_LISTEN)
+		ret = -ENOTCONN;
+	else if (flags & MSG_OOB)
+		ret = rs_rdma_recv_urg(rs, msg, len, flags);
+	else
+		ret = rs_rdma_recvmsg(rs, msg, len, flags);
 	release_sock(&rs->sk);
 	return ret;
 }

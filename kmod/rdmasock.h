@@ -71,6 +71,18 @@ enum rs_ctrl {
 	RS_CTRL_SWITCH = 7,	/* my writes from here on go to the ring of your RESIZE */
 };
 
+/* CTRL with this bit: urgent data (MSG_OOB); the low bits: its byte's stream position mod 2^29. */
+#define RS_CTRL_URG		BIT(29)
+#define RS_URG_POS_MASK		(RS_CTRL_URG - 1)
+
+/* Urgent data at the receiver, as TCP's urg_data. */
+enum rs_urg {
+	RS_URG_NONE,		/* none, or read past */
+	RS_URG_NOTYET,		/* announced, its byte not arrived */
+	RS_URG_VALID,		/* its byte arrived (urg_byte), not read with MSG_OOB */
+	RS_URG_READ,		/* read with MSG_OOB; the mark stays until read past */
+};
+
 /* RESIZE's payload: the receiver's new ring, as in the hello. */
 struct rs_resize {
 	__be64 ring_addr;
@@ -142,6 +154,7 @@ enum rs_flag {
 	RS_F_SWITCH_WAIT,	/* a SWITCH found the SQ full: retried after a completion */
 	RS_F_TCP_COUNTED,	/* TCP mode: counted in connections_tcp (once established) */
 	RS_F_CLOSE_RESET,	/* closed with a RESET: never an orphan */
+	RS_F_URG_PENDING,	/* MSG_OOB: the URG for tx_urg goes before any more data */
 	RS_F_COMM_EST,		/* child: the client's first message told the CM (rs_comm_est) */
 };
 
@@ -249,6 +262,10 @@ struct rs_sock {
 		u64 tx_lbase;		/* stream position of the staging ring's offset 0 */
 		u64 rx_prod;		/* bytes the peer has placed in rx */
 		u64 rx_cons;		/* bytes the reader has consumed */
+		u64 urg_pos;		/* urgent data (enum rs_urg): its byte's position */
+		u64 tx_urg;		/* RS_F_URG_PENDING: our urgent byte's position */
+		u8 urg_state;
+		u8 urg_byte;
 		u64 rx_announced;	/* consumption last told to the peer */
 		u64 tx_staged;		/* bytes copied into the staging ring (>= tx_prod) */
 		u64 tx_prod;		/* bytes placed in the peer's ring */
@@ -390,6 +407,9 @@ void rs_tx_stop(struct rs_sock *rs);
 u32 rs_tx_space(struct rs_sock *rs);
 
 /* rx.c */
+bool rs_urg_pending(struct rs_sock *rs);
+bool rs_urg_at_mark(struct rs_sock *rs);
+int rs_rdma_recv_urg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flags);
 int rs_post_recvs(struct rs_sock *rs, u32 count);
 int rs_tx_error(struct rs_sock *rs);
 void rs_ctrl_defer(struct rs_sock *rs, enum rs_flag due, int err);

@@ -57,9 +57,70 @@ static u32 rs_rx_room(struct rs_sock *rs)
 	return rs->rx.size - (u32)(rs->rx_prod - rs->rx_cons);
 }
 
+static struct rs_ring *rs_rx_ring_at(struct rs_sock *rs, u64 pos, u64 *base, u32 *avail);
+
+/*
+ * Urgent data's byte, once it is in the ring: kept apart (the ring slot is the peer's again once
+ * read past), as TCP keeps it in urg_data.  rs->lock held; true when it just became readable.
+ */
+static bool rs_urg_capture(struct rs_sock *rs)
+{
+	struct rs_ring *ring;
+	u32 avail, off;
+	u64 base;
+
+	lockdep_assert_held(&rs->lock);
+	if (rs->urg_state != RS_URG_NOTYET || rs->urg_pos >= rs->rx_prod)
+		return false;
+	ring = rs_rx_ring_at(rs, rs->urg_pos, &base, &avail);
+	if (!ring || !avail)
+		return false;
+	off = (rs->urg_pos - base) % ring->size;
+	rs_ring_sync(ring, off, 1, true);
+	rs->urg_byte = ((u8 *)ring->buf)[off];
+	rs->urg_state = RS_URG_VALID;
+	return true;
+}
+
+/*
+ * URG: the peer's MSG_OOB byte is at stream position @arg (mod 2^29), sent before the WRITE that
+ * carries it, or after (then it may have been read already: ignored, as TCP ignores an urgent
+ * pointer to data read).  As tcp_check_urg(): one at a time, a later one replaces it (the earlier
+ * byte then stays in the stream), and the owner gets SIGURG.
+ */
+static int rs_rx_urg(struct rs_sock *rs, u32 arg)
+{
+	struct sock *sk = &rs->sk;
+	bool valid = false;
+	s32 delta;
+	u64 pos;
+
+	spin_lock(&rs->lock);
+	delta = sign_extend32((arg - (u32)rs->rx_prod) & RS_URG_POS_MASK, 28);
+	pos = rs->rx_prod + delta;
+	if (test_bit(RS_F_PEER_FIN, &rs->flags) || (delta < 0 && -delta > rs->rx_prod) ||
+	    (delta >= 0 && delta >= rs_rx_room(rs))) {
+		spin_unlock(&rs->lock);
+		return -EPROTO;		/* after its FIN, before the stream, past the window */
+	}
+	if (pos < rs->rx_cons || (rs->urg_state != RS_URG_NONE && pos <= rs->urg_pos)) {
+		spin_unlock(&rs->lock);
+		return 0;
+	}
+	rs->urg_pos = pos;
+	rs->urg_state = RS_URG_NOTYET;
+	valid = rs_urg_capture(rs);
+	spin_unlock(&rs->lock);
+	sk_send_sigurg(sk);
+	if (valid)
+		rs_wake(sk, EPOLLPRI | EPOLLRDBAND);
+	return 0;
+}
+
 static int rs_rx_data(struct rs_sock *rs, u32 len)
 {
 	u32 queued = 0;
+	bool urg = false;
 	int err = 0;
 
 	spin_lock(&rs->lock);
@@ -75,10 +136,13 @@ static int rs_rx_data(struct rs_sock *rs, u32 len)
 	if (!err) {
 		rs->bytes_received += len;
 		queued = rs->rx_prod - rs->rx_cons;
+		urg = rs_urg_capture(rs);
 	}
 	spin_unlock(&rs->lock);
 	if (!err) {
 		rs_count_add(sock_net(&rs->sk), RS_CNT_BYTES_RECEIVED, len);
+		if (urg)
+			rs_wake(&rs->sk, EPOLLPRI | EPOLLRDBAND);
 		rs->sk.sk_data_ready(&rs->sk);
 		rs_rx_grow_soon(rs, queued);
 	}
@@ -109,6 +173,8 @@ static int rs_rx_ctrl(struct rs_sock *rs, u32 code)
 {
 	struct sock *sk = &rs->sk;
 
+	if (code & RS_CTRL_URG)
+		return rs_rx_urg(rs, code & RS_URG_POS_MASK);
 	switch (code) {
 	case RS_CTRL_READY:
 		if (test_bit(RS_F_PEER_READY, &rs->flags))
@@ -214,6 +280,76 @@ u32 rs_rx_avail(struct rs_sock *rs)
  * this is read (as tcp_epollin_ready() under memory pressure): the ring is full, or the peer's
  * writer waits for room (its WANT_CONSUMED).  A mark above the ring would otherwise never be met.
  */
+enum { RS_URG_AT_NONE, RS_URG_AT_INLINE, RS_URG_AT_SKIP };
+
+/*
+ * Is the urgent byte at @pos, arrived?  Then a read stops there (tcp_recvmsg()), and skips it
+ * unless SO_OOBINLINE.  rs->lock held.
+ */
+static int rs_urg_at(struct rs_sock *rs, u64 pos)
+{
+	lockdep_assert_held(&rs->lock);
+	if (rs->urg_state != RS_URG_VALID && rs->urg_state != RS_URG_READ)
+		return RS_URG_AT_NONE;
+	if (rs->urg_pos != pos)
+		return RS_URG_AT_NONE;
+	return sock_flag(&rs->sk, SOCK_URGINLINE) ? RS_URG_AT_INLINE : RS_URG_AT_SKIP;
+}
+
+/* Bytes a read from @pos may take before the urgent byte (a read stops at its mark). */
+static u32 rs_urg_limit(struct rs_sock *rs, u64 pos, u32 avail)
+{
+	lockdep_assert_held(&rs->lock);
+	if (rs->urg_state != RS_URG_NONE && rs->urg_pos > pos)
+		avail = min_t(u64, avail, rs->urg_pos - pos);
+	return avail;
+}
+
+/* EPOLLPRI, SIOCATMARK: urgent data to read; the read pointer at its mark. */
+bool rs_urg_pending(struct rs_sock *rs)
+{
+	return READ_ONCE(rs->urg_state) == RS_URG_VALID;
+}
+
+bool rs_urg_at_mark(struct rs_sock *rs)
+{
+	bool at;
+
+	spin_lock_bh(&rs->lock);
+	at = rs->urg_state != RS_URG_NONE && rs->urg_pos == rs->rx_cons;
+	spin_unlock_bh(&rs->lock);
+	return at;
+}
+
+/* recv(MSG_OOB), as tcp_recv_urg(); lock_sock held. */
+int rs_rdma_recv_urg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flags)
+{
+	struct sock *sk = &rs->sk;
+	int state;
+	u8 c;
+
+	sock_owned_by_me(sk);
+	spin_lock_bh(&rs->lock);
+	state = rs->urg_state;
+	c = rs->urg_byte;
+	if (state == RS_URG_VALID && !(flags & MSG_PEEK))
+		rs->urg_state = RS_URG_READ;
+	spin_unlock_bh(&rs->lock);
+	if (sock_flag(sk, SOCK_URGINLINE) || state == RS_URG_NONE || state == RS_URG_READ)
+		return -EINVAL;
+	if (state == RS_URG_VALID) {
+		msg->msg_flags |= MSG_OOB;
+		if (!len) {
+			msg->msg_flags |= MSG_TRUNC;
+			return 0;
+		}
+		return memcpy_to_msg(msg, &c, 1) ? -EFAULT : 1;
+	}
+	if (sk->sk_state == TCP_CLOSE || (sk->sk_shutdown & RCV_SHUTDOWN))
+		return 0;
+	return -EAGAIN;
+}
+
 bool rs_rx_readable(struct rs_sock *rs, int lowat)
 {
 	bool ready;
@@ -221,6 +357,9 @@ bool rs_rx_readable(struct rs_sock *rs, int lowat)
 
 	spin_lock_bh(&rs->lock);
 	avail = test_bit(RS_F_ABORTED, &rs->flags) ? 0 : rs->rx_prod - rs->rx_cons;
+	/* As tcp_poll(): an out-of-band byte at the read pointer is not for read(). */
+	if (avail && rs_urg_at(rs, rs->rx_cons) == RS_URG_AT_SKIP)
+		avail--;
 	ready = avail && (avail >= (u32)lowat || !rs_rx_room(rs) ||
 			  test_bit(RS_F_PEER_WANTS, &rs->flags));
 	spin_unlock_bh(&rs->lock);
@@ -372,6 +511,24 @@ static int rs_rx_wait(struct rs_sock *rs, long *timeo, u64 pos)
 	return 0;
 }
 
+/* The reader consumed up to @pos (lock_sock held): tell the peer, as it may. */
+static void rs_rx_consumed_to(struct rs_sock *rs, u64 pos, u64 *seen_cons)
+{
+	spin_lock_bh(&rs->lock);
+	/* An abort meanwhile discarded it all: rx_cons stays put. */
+	if (rs->rx_cons == *seen_cons)
+		rs->rx_cons = pos;
+	*seen_cons = rs->rx_cons;
+	/* Read past the mark: no urgent data any more (tcp_recvmsg()). */
+	if (rs->urg_state != RS_URG_NONE && rs->urg_state != RS_URG_NOTYET &&
+	    rs->rx_cons > rs->urg_pos)
+		rs->urg_state = RS_URG_NONE;
+	spin_unlock_bh(&rs->lock);
+	if (test_bit(RS_F_RX_SWITCHED, &rs->flags))
+		rs_rx_switch_done(rs);
+	rs_rx_announce(rs, false);
+}
+
 int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flags)
 {
 	struct sock *sk = &rs->sk;
@@ -380,7 +537,7 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 	bool peek = flags & MSG_PEEK;
 	u64 pos, seen_cons;
 	size_t copied = 0;
-	int err = 0;
+	int err = 0, urg;
 	u32 gen;
 
 	sock_owned_by_me(sk);
@@ -409,7 +566,20 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 			pos = seen_cons;
 		}
 		ring = rs_rx_ring_at(rs, pos, &base, &avail);
+		urg = avail ? rs_urg_at(rs, pos) : RS_URG_AT_NONE;
+		avail = rs_urg_limit(rs, pos, avail);
 		spin_unlock_bh(&rs->lock);
+		if (urg != RS_URG_AT_NONE) {
+			/* As tcp_recvmsg(): a read stops at the mark; then the byte is a hole. */
+			if (copied)
+				break;
+			if (urg == RS_URG_AT_SKIP) {
+				pos++;
+				if (!peek)
+					rs_rx_consumed_to(rs, pos, &seen_cons);
+				continue;
+			}
+		}
 		if (avail) {
 			/* As tcp_recvmsg(): a zero-length read with data waiting returns 0. */
 			n = min_t(size_t, avail, len - copied);
@@ -422,17 +592,8 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 				break;
 			pos += n;
 			copied += n;
-			if (!peek) {
-				spin_lock_bh(&rs->lock);
-				/* An abort meanwhile discarded it all: rx_cons stays put. */
-				if (rs->rx_cons == seen_cons)
-					rs->rx_cons = pos;
-				seen_cons = rs->rx_cons;
-				spin_unlock_bh(&rs->lock);
-				if (test_bit(RS_F_RX_SWITCHED, &rs->flags))
-					rs_rx_switch_done(rs);
-				rs_rx_announce(rs, false);
-			}
+			if (!peek)
+				rs_rx_consumed_to(rs, pos, &seen_cons);
 			if (copied >= len)
 				break;
 			continue;

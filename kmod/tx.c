@@ -440,6 +440,13 @@ void rs_tx_push(struct rs_sock *rs)
 		spin_unlock_bh(&rs->lock);
 		return;
 	}
+	/* An urgent byte's URG goes before the WRITE that carries it (unless that went already). */
+	if (test_bit(RS_F_URG_PENDING, &rs->flags)) {
+		err = __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_URG | (rs->tx_urg & RS_URG_POS_MASK),
+				     false);
+		if (!err)
+			clear_bit(RS_F_URG_PENDING, &rs->flags);
+	}
 	while (rs->tx_staged != rs->tx_prod && !err) {
 		u32 off = (rs->tx_prod - rs->tx_lbase) % rs->tx.size;
 		u32 roff = (rs->tx_prod - rs->tx_base) % rs->peer_ring_size;
@@ -461,6 +468,15 @@ void rs_tx_push(struct rs_sock *rs)
 	 */
 	if (err == -ENOBUFS && !test_bit(RS_F_SQ_FENCE, &rs->flags))
 		mod_delayed_work(rs_wq, &rs->push_work, 1);
+	spin_unlock_bh(&rs->lock);
+}
+
+/* MSG_OOB, as tcp_mark_urg(): the last byte written is urgent (one at a time, the latest wins). */
+static void rs_tx_mark_urg(struct rs_sock *rs)
+{
+	spin_lock_bh(&rs->lock);
+	rs->tx_urg = rs->tx_staged - 1;
+	set_bit(RS_F_URG_PENDING, &rs->flags);
 	spin_unlock_bh(&rs->lock);
 }
 
@@ -709,6 +725,8 @@ int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 	struct sock *sk = &rs->sk;
 	long timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
 	bool more = rs->cork || (msg->msg_flags & MSG_MORE);
+	/* MSG_OOB: its last byte is urgent; held back so that its URG goes before it. */
+	bool oob = msg->msg_flags & MSG_OOB;
 	u32 gen = rs->conn_gen;
 	size_t copied = 0;
 	int err = 0;
@@ -734,13 +752,15 @@ int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 		copied += err;
 		err = 0;
 		/* Bytes beyond this call are certain: hold only what may still grow. */
-		rs_tx_flush(rs, more || copied < len);
+		rs_tx_flush(rs, more || oob || copied < len);
 	}
+	if (oob && copied)
+		rs_tx_mark_urg(rs);
 	/*
 	 * A partial write returns what was staged: it must not sit there without MSG_MORE.  (A full
 	 * one was flushed as such by its last turn.)
 	 */
-	if (copied && copied < len)
+	if (copied && (copied < len || oob))
 		rs_tx_flush(rs, more);
 	if (copied)
 		return copied;

@@ -860,12 +860,108 @@ TEST_F(pair, signal_interrupts_blocking_recv)
 	ASSERT_EQ(EINTR, errno);
 }
 
-TEST_F(pair, oob_not_supported_like_tcp_without_urgent_data)
+TEST_F(pair, oob_einval_without_urgent_data)
 {
 	char c;
 
 	ASSERT_EQ(-1, recv(self->sfd, &c, 1, MSG_OOB | MSG_DONTWAIT));
 	ASSERT_EQ(EINVAL, errno);
+}
+
+static int at_mark(int fd)
+{
+	int v = -1;
+
+	return ioctl(fd, SIOCATMARK, &v) ? -errno : v;
+}
+
+/*
+ * TCP's urgent data: the last byte of a MSG_OOB send leaves the stream (recv(MSG_OOB) reads it),
+ * POLLPRI and SIGURG say it came, a read stops at its mark (SIOCATMARK), the next skips its hole.
+ */
+static volatile sig_atomic_t sigurgs;
+
+static void on_sigurg(int sig)
+{
+	sigurgs++;
+}
+
+TEST_F(pair, oob_byte_out_of_band)
+{
+	char buf[16];
+
+	signal(SIGURG, on_sigurg);
+	ASSERT_EQ(0, fcntl(self->sfd, F_SETOWN, getpid()));
+	sigurgs = 0;
+	ASSERT_EQ(3, send(self->cfd, "abc", 3, 0));
+	ASSERT_EQ(3, send(self->cfd, "xyz", 3, MSG_OOB));
+	ASSERT_EQ(POLLPRI, poll_one(self->sfd, POLLPRI, 5000) & POLLPRI);
+	ASSERT_LT(0, sigurgs);
+	ASSERT_EQ(0, at_mark(self->sfd));
+	ASSERT_EQ(1, recv(self->sfd, buf, 1, MSG_OOB | MSG_PEEK));
+	ASSERT_EQ('z', buf[0]);
+	ASSERT_EQ(1, recv(self->sfd, buf, sizeof(buf), MSG_OOB));
+	ASSERT_EQ('z', buf[0]);
+	ASSERT_EQ(0, poll_one(self->sfd, POLLPRI, 0) & POLLPRI);
+	ASSERT_EQ(-1, recv(self->sfd, buf, 1, MSG_OOB | MSG_DONTWAIT));
+	ASSERT_EQ(EINVAL, errno);	/* read already */
+	/* The read stops at the mark: the bytes before it, never the urgent one. */
+	ASSERT_EQ(5, recv(self->sfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(0, memcmp(buf, "abcxy", 5));
+	ASSERT_EQ(1, at_mark(self->sfd));
+	ASSERT_EQ(2, send(self->cfd, "12", 2, 0));
+	ASSERT_EQ(POLLIN, poll_one(self->sfd, POLLIN, 5000));
+	ASSERT_EQ(2, recv(self->sfd, buf, 2, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, "12", 2));
+	ASSERT_EQ(0, at_mark(self->sfd));
+	signal(SIGURG, SIG_DFL);
+}
+
+/* With SO_OOBINLINE the urgent byte stays in the stream; a read still stops at its mark. */
+TEST_F(pair, oob_inline_stays_in_the_stream)
+{
+	int one = 1;
+	char buf[16];
+
+	ASSERT_EQ(0, setsockopt(self->sfd, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one)));
+	ASSERT_EQ(3, send(self->cfd, "xyz", 3, MSG_OOB));
+	ASSERT_EQ(POLLPRI, poll_one(self->sfd, POLLPRI, 5000) & POLLPRI);
+	ASSERT_EQ(-1, recv(self->sfd, buf, 1, MSG_OOB | MSG_DONTWAIT));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(2, recv(self->sfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(0, memcmp(buf, "xy", 2));
+	ASSERT_EQ(1, at_mark(self->sfd));
+	ASSERT_EQ(1, recv(self->sfd, buf, sizeof(buf), 0));
+	ASSERT_EQ('z', buf[0]);
+	ASSERT_EQ(0, at_mark(self->sfd));
+}
+
+static void *stream_then_oob(void *p)
+{
+	struct stream_arg *a = p;
+
+	stream_writer(p);
+	if (!a->err && send(a->fd, "!", 1, MSG_OOB) != 1)
+		a->err = errno;
+	return NULL;
+}
+
+/* A reader that never asks for the urgent byte loses nothing else of the stream. */
+TEST_F(pair, oob_after_a_long_stream)
+{
+	struct stream_arg w = { .fd = self->cfd, .len = 256 << 10, .seed = 9, .chunk = 4096 };
+	pthread_t t;
+	char c;
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, stream_then_oob, &w));
+	ASSERT_EQ(-1, stream_check(self->sfd, w.len, w.seed));
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, w.err);
+	/* At the mark now: the urgent byte is not in the stream; read it apart. */
+	ASSERT_EQ(POLLPRI, poll_one(self->sfd, POLLPRI, 5000) & POLLPRI);
+	ASSERT_EQ(1, at_mark(self->sfd));
+	ASSERT_EQ(1, recv(self->sfd, &c, 1, MSG_OOB));
+	ASSERT_EQ('!', c);
 }
 
 TEST_F(pair, cork_holds_small_writes_until_uncorked)
