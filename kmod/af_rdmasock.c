@@ -90,6 +90,7 @@ struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern)
 	INIT_DELAYED_WORK(&rs->connect_work, rs_connect_work);
 	INIT_WORK(&rs->teardown_work, rs_teardown_work);
 	INIT_DELAYED_WORK(&rs->close_work, rs_close_work);
+	INIT_WORK(&rs->comm_est_work, rs_comm_est_work);
 	rs_keepalive_init(rs);
 	rs_tx_init(rs);
 	rs_grow_init(rs);
@@ -571,9 +572,7 @@ static int rs_ioctl(struct socket *sock, unsigned int cmd, unsigned long arg)
 		val = rs_rx_avail(rs);
 		break;
 	case SIOCATMARK:
-		if (rs->sk.sk_state == TCP_LISTEN)
-			return -EINVAL;
-		val = rs_urg_at_mark(rs);
+		val = rs_urg_at_mark(rs);	/* (0 on a listener, as TCP's) */
 		break;
 	case SIOCOUTQ:
 		if (rs->sk.sk_state == TCP_LISTEN)
@@ -900,6 +899,20 @@ static int rs_recvmsg(struct socket *sock, struct msghdr *msg, size_t len, int f
 	/* As tcp_recvmsg(): nothing is ever queued on our error queue (no timestamps, zerocopy). */
 	if (flags & MSG_ERRQUEUE)
 		return -EAGAIN;
+	/* As tcp_recv_urg(): never waits, not for a connect either. */
+	if (flags & MSG_OOB) {
+		lock_sock(&rs->sk);
+		if (rs_is_tcp(rs)) {	/* fell back meanwhile */
+			release_sock(&rs->sk);
+			return rs->tcp->ops->recvmsg(rs->tcp, msg, len, flags);
+		}
+		if (rs->sk.sk_state == TCP_LISTEN)
+			ret = -ENOTCONN;
+		else
+			ret = rs_rdma_recv_urg(rs, msg, len, flags);
+		release_sock(&rs->sk);
+		return ret;
+	}
 	ret = rs_lock_connected(rs, flags & MSG_DONTWAIT);
 	if (ret)
 		return ret;
@@ -908,12 +921,7 @@ static int rs_recvmsg(struct socket *sock, struct msghdr *msg, size_t len, int f
 		rs_tcp_sync(rs);
 		return rs->tcp->ops->recvmsg(rs->tcp, msg, len, flags);
 	}
-	if (flags & MSG_OOB && rs->sk.sk_state == TCP_LISTEN)
-		ret = -ENOTCONN;
-	else if (flags & MSG_OOB)
-		ret = rs_rdma_recv_urg(rs, msg, len, flags);
-	else
-		ret = rs_rdma_recvmsg(rs, msg, len, flags);
+	ret = rs_rdma_recvmsg(rs, msg, len, flags);
 	release_sock(&rs->sk);
 	return ret;
 }
@@ -981,6 +989,7 @@ static int __init rs_init(void)
 {
 	int err;
 
+	BUILD_BUG_ON(RS_F_NR > BITS_PER_LONG);
 	if (rs_family <= AF_UNSPEC || rs_family >= NPROTO) {
 		pr_err("rdmasock: family=%d is outside 1..%d\n", rs_family, NPROTO - 1);
 		return -EINVAL;

@@ -129,6 +129,9 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 	/* Once the QP is gone: a fatal QP event's work must not abort the next connection. */
 	if (cancel_work_sync(&rs->qp_err_work))
 		sock_put(&rs->sk);	/* its reference; the caller holds one too */
+	/* Before the id goes (the work uses it); DYING is set, so nothing queues it again. */
+	if (cancel_work_sync(&rs->comm_est_work))
+		sock_put(&rs->sk);
 	/*
 	 * The rings go, and with them whatever they still hold: no reader may find bytes to copy
 	 * from a freed ring (a peer that wrote before its connect failed), no writer staged bytes.

@@ -156,6 +156,7 @@ enum rs_flag {
 	RS_F_CLOSE_RESET,	/* closed with a RESET: never an orphan */
 	RS_F_URG_PENDING,	/* MSG_OOB: the URG for tx_urg goes before any more data */
 	RS_F_COMM_EST,		/* child: the client's first message told the CM (rs_comm_est) */
+	RS_F_NR			/* (rs->flags is one unsigned long) */
 };
 
 struct rs_rp_group;
@@ -311,6 +312,7 @@ struct rs_sock {
 	struct work_struct teardown_work;	/* device removal, child abort */
 	struct delayed_work close_work;		/* close after release(); an orphan's checks */
 	struct work_struct qp_err_work;		/* a fatal QP event, from any context */
+	struct work_struct comm_est_work;	/* a child's first message: rdma_notify() */
 	wait_queue_head_t close_wait;		/* close_work waits here for FIN's completion */
 	unsigned long close_waited;		/* close_work (close.c): jiffies waited so far */
 	unsigned long orphan_progress;		/* an orphan: jiffies when sq_done last moved, */
@@ -387,6 +389,7 @@ void rs_ring_reg_wr(struct rs_ring *ring, struct ib_reg_wr *wr, int access);
 
 /* tx.c */
 void rs_comm_est(struct rs_sock *rs);
+void rs_comm_est_work(struct work_struct *work);
 int rs_cq_create(struct rs_sock *rs, struct ib_device *dev, u32 entries);
 void rs_cq_destroy(struct rs_sock *rs);
 void rs_cq_busy_poll(struct rs_sock *rs);

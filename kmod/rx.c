@@ -78,7 +78,7 @@ static bool rs_urg_capture(struct rs_sock *rs)
 	off = (rs->urg_pos - base) % ring->size;
 	rs_ring_sync(ring, off, 1, true);
 	rs->urg_byte = ((u8 *)ring->buf)[off];
-	rs->urg_state = RS_URG_VALID;
+	WRITE_ONCE(rs->urg_state, RS_URG_VALID);
 	return true;
 }
 
@@ -98,17 +98,19 @@ static int rs_rx_urg(struct rs_sock *rs, u32 arg)
 	spin_lock(&rs->lock);
 	delta = sign_extend32((arg - (u32)rs->rx_prod) & RS_URG_POS_MASK, 28);
 	pos = rs->rx_prod + delta;
-	if (test_bit(RS_F_PEER_FIN, &rs->flags) || (delta < 0 && -delta > rs->rx_prod) ||
+	/* As DATA: not before the READYs, nor after its FIN; never before the stream or past it. */
+	if (!test_bit(RS_F_PEER_READY, &rs->flags) || !test_bit(RS_F_READY_SENT, &rs->flags) ||
+	    test_bit(RS_F_PEER_FIN, &rs->flags) || (delta < 0 && -delta > rs->rx_prod) ||
 	    (delta >= 0 && delta >= rs_rx_room(rs))) {
 		spin_unlock(&rs->lock);
-		return -EPROTO;		/* after its FIN, before the stream, past the window */
+		return -EPROTO;
 	}
 	if (pos < rs->rx_cons || (rs->urg_state != RS_URG_NONE && pos <= rs->urg_pos)) {
 		spin_unlock(&rs->lock);
 		return 0;
 	}
 	rs->urg_pos = pos;
-	rs->urg_state = RS_URG_NOTYET;
+	WRITE_ONCE(rs->urg_state, RS_URG_NOTYET);
 	valid = rs_urg_capture(rs);
 	spin_unlock(&rs->lock);
 	sk_send_sigurg(sk);
@@ -275,11 +277,6 @@ u32 rs_rx_avail(struct rs_sock *rs)
 	return avail;
 }
 
-/*
- * Enough to read, for poll: the low-water mark (SO_RCVLOWAT), or less when no more can come before
- * this is read (as tcp_epollin_ready() under memory pressure): the ring is full, or the peer's
- * writer waits for room (its WANT_CONSUMED).  A mark above the ring would otherwise never be met.
- */
 enum { RS_URG_AT_NONE, RS_URG_AT_INLINE, RS_URG_AT_SKIP };
 
 /*
@@ -321,7 +318,7 @@ bool rs_urg_at_mark(struct rs_sock *rs)
 	return at;
 }
 
-/* recv(MSG_OOB), as tcp_recv_urg(); lock_sock held. */
+/* recv(MSG_OOB), as tcp_recv_urg(); lock_sock held.  It never waits. */
 int rs_rdma_recv_urg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flags)
 {
 	struct sock *sk = &rs->sk;
@@ -332,24 +329,38 @@ int rs_rdma_recv_urg(struct rs_sock *rs, struct msghdr *msg, size_t len, int fla
 	spin_lock_bh(&rs->lock);
 	state = rs->urg_state;
 	c = rs->urg_byte;
-	if (state == RS_URG_VALID && !(flags & MSG_PEEK))
-		rs->urg_state = RS_URG_READ;
 	spin_unlock_bh(&rs->lock);
 	if (sock_flag(sk, SOCK_URGINLINE) || state == RS_URG_NONE || state == RS_URG_READ)
 		return -EINVAL;
+	/* Reset (not closed after the peer's FIN): what was unread is gone, this byte too. */
+	if (sk->sk_state == TCP_CLOSE && !test_bit(RS_F_PEER_FIN, &rs->flags))
+		return -ENOTCONN;
 	if (state == RS_URG_VALID) {
+		if (!(flags & MSG_PEEK)) {
+			spin_lock_bh(&rs->lock);
+			if (rs->urg_state == RS_URG_VALID)	/* (not replaced meanwhile) */
+				WRITE_ONCE(rs->urg_state, RS_URG_READ);
+			spin_unlock_bh(&rs->lock);
+		}
 		msg->msg_flags |= MSG_OOB;
 		if (!len) {
 			msg->msg_flags |= MSG_TRUNC;
 			return 0;
 		}
-		return memcpy_to_msg(msg, &c, 1) ? -EFAULT : 1;
+		if (!(flags & MSG_TRUNC) && memcpy_to_msg(msg, &c, 1))
+			return -EFAULT;
+		return 1;
 	}
 	if (sk->sk_state == TCP_CLOSE || (sk->sk_shutdown & RCV_SHUTDOWN))
 		return 0;
 	return -EAGAIN;
 }
 
+/*
+ * Enough to read, for poll: the low-water mark (SO_RCVLOWAT), or less when no more can come before
+ * this is read (as tcp_epollin_ready() under memory pressure): the ring is full, or the peer's
+ * writer waits for room (its WANT_CONSUMED).  A mark above the ring would otherwise never be met.
+ */
 bool rs_rx_readable(struct rs_sock *rs, int lowat)
 {
 	bool ready;
@@ -522,7 +533,7 @@ static void rs_rx_consumed_to(struct rs_sock *rs, u64 pos, u64 *seen_cons)
 	/* Read past the mark: no urgent data any more (tcp_recvmsg()). */
 	if (rs->urg_state != RS_URG_NONE && rs->urg_state != RS_URG_NOTYET &&
 	    rs->rx_cons > rs->urg_pos)
-		rs->urg_state = RS_URG_NONE;
+		WRITE_ONCE(rs->urg_state, RS_URG_NONE);
 	spin_unlock_bh(&rs->lock);
 	if (test_bit(RS_F_RX_SWITCHED, &rs->flags))
 		rs_rx_switch_done(rs);
@@ -538,6 +549,7 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 	u64 pos, seen_cons;
 	size_t copied = 0;
 	int err = 0, urg;
+	bool mark;
 	u32 gen;
 
 	sock_owned_by_me(sk);
@@ -567,13 +579,15 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 		}
 		ring = rs_rx_ring_at(rs, pos, &base, &avail);
 		urg = avail ? rs_urg_at(rs, pos) : RS_URG_AT_NONE;
+		/* (A mark whose byte is still to come stops a read too.) */
+		mark = rs->urg_state != RS_URG_NONE && rs->urg_pos == pos;
 		avail = rs_urg_limit(rs, pos, avail);
 		spin_unlock_bh(&rs->lock);
+		/* As tcp_recvmsg(): a read stops at the mark; then the byte is a hole. */
+		if (mark && copied)
+			break;
 		if (urg != RS_URG_AT_NONE) {
-			/* As tcp_recvmsg(): a read stops at the mark; then the byte is a hole. */
-			if (copied)
-				break;
-			if (urg == RS_URG_AT_SKIP) {
+			if (urg == RS_URG_AT_SKIP && len) {
 				pos++;
 				if (!peek)
 					rs_rx_consumed_to(rs, pos, &seen_cons);

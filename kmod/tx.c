@@ -70,21 +70,35 @@ static void rs_qp_event(struct ib_event *ev, void *ctx)
 /*
  * The client's first message reached a child still waiting for its RTU (IB_EVENT_COMM_EST from the
  * HCA, or our receive handler, as rxe raises none): the client has our REP, so the connection is
- * up; the CM takes this as the RTU (a lost or late one), ESTABLISHED follows.  Any context: as
- * nvmet-rdma does, from the QP event handler.  The QP exists, so the id does.
+ * up; the CM takes this as the RTU (a lost or late one), ESTABLISHED follows.  From any context,
+ * but rdma_notify() runs in comm_est_work: the CM takes its lock with one it also takes with
+ * softirqs enabled (lockdep: an irq lock inversion from our irq_poll).
  */
 void rs_comm_est(struct rs_sock *rs)
 {
+	smp_mb();	/* the message's mark (RS_F_PEER_READY) before the state: rs_cm_request() */
+	if (!rs->parent || READ_ONCE(rs->sk.sk_state) != TCP_SYN_RECV ||
+	    test_bit(RS_F_DYING, &rs->flags) || test_and_set_bit(RS_F_COMM_EST, &rs->flags))
+		return;
+	sock_hold(&rs->sk);
+	if (!queue_work(rs_wq, &rs->comm_est_work))
+		sock_put(&rs->sk);
+}
+
+/* Teardown cancels it (synchronously) before the id goes: the id is there while it runs. */
+void rs_comm_est_work(struct work_struct *work)
+{
+	struct rs_sock *rs = container_of(work, struct rs_sock, comm_est_work);
 	struct rdma_cm_id *id = READ_ONCE(rs->cm_id);
 	int err;
 
-	smp_mb();	/* the message's mark (RS_F_PEER_READY) before the state: rs_cm_request() */
-	if (!rs->parent || !id || READ_ONCE(rs->sk.sk_state) != TCP_SYN_RECV ||
-	    test_and_set_bit(RS_F_COMM_EST, &rs->flags))
-		return;
-	err = rdma_notify(id, IB_EVENT_COMM_EST);
-	if (err && err != -EISCONN)
-		clear_bit(RS_F_COMM_EST, &rs->flags);	/* (no memory): the next message retries */
+	if (id && READ_ONCE(rs->sk.sk_state) == TCP_SYN_RECV &&
+	    !test_bit(RS_F_DYING, &rs->flags)) {
+		err = rdma_notify(id, IB_EVENT_COMM_EST);
+		if (err && err != -EISCONN)
+			clear_bit(RS_F_COMM_EST, &rs->flags);	/* the next message retries */
+	}
+	sock_put(&rs->sk);
 }
 
 static int rs_qp_alloc(struct rs_sock *rs, struct rdma_cm_id *id, u32 inline_size)
@@ -442,7 +456,8 @@ void rs_tx_push(struct rs_sock *rs)
 	}
 	/* An urgent byte's URG goes before the WRITE that carries it (unless that went already). */
 	if (test_bit(RS_F_URG_PENDING, &rs->flags)) {
-		err = __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_URG | (rs->tx_urg & RS_URG_POS_MASK),
+		err = test_bit(RS_F_FIN_SENT, &rs->flags) ? 0 :
+		      __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_URG | (rs->tx_urg & RS_URG_POS_MASK),
 				     false);
 		if (!err)
 			clear_bit(RS_F_URG_PENDING, &rs->flags);
@@ -468,15 +483,6 @@ void rs_tx_push(struct rs_sock *rs)
 	 */
 	if (err == -ENOBUFS && !test_bit(RS_F_SQ_FENCE, &rs->flags))
 		mod_delayed_work(rs_wq, &rs->push_work, 1);
-	spin_unlock_bh(&rs->lock);
-}
-
-/* MSG_OOB, as tcp_mark_urg(): the last byte written is urgent (one at a time, the latest wins). */
-static void rs_tx_mark_urg(struct rs_sock *rs)
-{
-	spin_lock_bh(&rs->lock);
-	rs->tx_urg = rs->tx_staged - 1;
-	set_bit(RS_F_URG_PENDING, &rs->flags);
 	spin_unlock_bh(&rs->lock);
 }
 
@@ -676,7 +682,24 @@ static void rs_tx_flush(struct rs_sock *rs, bool more)
 }
 
 /* Copy from the user into the staging ring, at most up to the ring's end. */
-static int rs_tx_stage(struct rs_sock *rs, struct msghdr *msg, size_t want)
+/*
+ * MSG_OOB, as tcp_mark_urg(): the last byte written is urgent (one at a time, the latest wins).
+ * Its URG goes before any further WRITE (rs_tx_push()), never after our FIN.  rs->lock held.
+ */
+static void rs_tx_mark_urg_locked(struct rs_sock *rs)
+{
+	lockdep_assert_held(&rs->lock);
+	if (test_bit(RS_F_FIN_SENT, &rs->flags))
+		return;
+	rs->tx_urg = rs->tx_staged - 1;
+	set_bit(RS_F_URG_PENDING, &rs->flags);
+}
+
+/*
+ * Copy up to @want bytes into the staging ring.  @urg: they are the last of a MSG_OOB send, whose
+ * final byte is marked as it becomes staged, under the same lock: no push can post it unmarked.
+ */
+static int rs_tx_stage(struct rs_sock *rs, struct msghdr *msg, size_t want, bool urg)
 {
 	u32 off = (rs->tx_staged - rs->tx_lbase) % rs->tx.size;
 	u32 chunk = min_t(size_t, want, rs->tx.size - off);
@@ -686,6 +709,8 @@ static int rs_tx_stage(struct rs_sock *rs, struct msghdr *msg, size_t want)
 		return -EFAULT;
 	spin_lock_bh(&rs->lock);
 	rs->tx_staged += chunk;
+	if (urg && chunk == want)
+		rs_tx_mark_urg_locked(rs);
 	spin_unlock_bh(&rs->lock);
 	return chunk;
 }
@@ -725,8 +750,7 @@ int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 	struct sock *sk = &rs->sk;
 	long timeo = sock_sndtimeo(sk, msg->msg_flags & MSG_DONTWAIT);
 	bool more = rs->cork || (msg->msg_flags & MSG_MORE);
-	/* MSG_OOB: its last byte is urgent; held back so that its URG goes before it. */
-	bool oob = msg->msg_flags & MSG_OOB;
+	bool oob = msg->msg_flags & MSG_OOB;	/* its last byte is urgent */
 	u32 gen = rs->conn_gen;
 	size_t copied = 0;
 	int err = 0;
@@ -746,21 +770,32 @@ int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 		want = min_t(size_t, len - copied, rs_tx_space(rs));
 		if (!want)
 			continue;
-		err = rs_tx_stage(rs, msg, want);
+		err = rs_tx_stage(rs, msg, want, oob && want == len - copied);
 		if (err < 0)
 			break;
 		copied += err;
 		err = 0;
-		/* Bytes beyond this call are certain: hold only what may still grow. */
-		rs_tx_flush(rs, more || oob || copied < len);
+		/*
+		 * Bytes beyond this call are certain: hold only what may still grow.  Urgent data
+		 * goes at once, corked or not (TCP's Nagle test lets urgent mode through).
+		 */
+		if (oob && copied == len)
+			rs_tx_flush(rs, false);
+		else
+			rs_tx_flush(rs, more || copied < len);
 	}
-	if (oob && copied)
-		rs_tx_mark_urg(rs);
+	/* A partial MSG_OOB write: its last byte is urgent, on the connection it went to. */
+	if (oob && copied && copied < len && rs->conn_gen == gen) {
+		spin_lock_bh(&rs->lock);
+		rs_tx_mark_urg_locked(rs);
+		spin_unlock_bh(&rs->lock);
+		rs_tx_flush(rs, false);
+	}
 	/*
 	 * A partial write returns what was staged: it must not sit there without MSG_MORE.  (A full
 	 * one was flushed as such by its last turn.)
 	 */
-	if (copied && (copied < len || oob))
+	if (copied && copied < len && !oob)
 		rs_tx_flush(rs, more);
 	if (copied)
 		return copied;

@@ -512,6 +512,23 @@ TEST_F_TIMEOUT(once, rdma_port_held_by_another_listener, 120)
 	close(fd);
 }
 
+/* hostile_peer --client @mode (saying @want), accepted over RDMA, its "hello" read: the socket. */
+static int accept_hello(struct __test_metadata *_metadata, FIXTURE_DATA(once) *self,
+			const char *mode, const char *want, pid_t *pid)
+{
+	char buf[8];
+	int s;
+
+	ASSERT_EQ(0, spawn_peer(&self->ss, "--client", mode, want, pid));
+	ASSERT_EQ(POLLIN, poll_one(self->lfd, POLLIN, 20000));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
+	ASSERT_EQ(5, recv(s, buf, 5, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, "hello", 5));
+	return s;
+}
+
 struct blocked_writer {
 	int fd;
 	long long sent;
@@ -546,13 +563,7 @@ TEST_F_TIMEOUT(once, blocked_writer_wakes_when_a_finished_peer_dies, 180)
 	pid_t pid;
 	int s, i;
 
-	ASSERT_EQ(0, spawn_peer(&self->ss, "--client", "fin_dead", "quiet\n", &pid));
-	ASSERT_EQ(POLLIN, poll_one(self->lfd, POLLIN, 20000));
-	s = accept(self->lfd, NULL, NULL);
-	ASSERT_LE(0, s);
-	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
-	ASSERT_EQ(5, recv(s, buf, 5, MSG_WAITALL));
-	ASSERT_EQ(0, memcmp(buf, "hello", 5));
+	s = accept_hello(_metadata, self, "fin_dead", "quiet\n", &pid);
 	ASSERT_EQ(0, recv(s, buf, 1, 0));
 	w.fd = s;
 	ASSERT_EQ(0, pthread_create(&t, NULL, write_until_error, &w));
@@ -675,17 +686,10 @@ TEST_F_TIMEOUT(once, orphans_beyond_the_limit_reset, 90)
  */
 TEST_F_TIMEOUT(once, first_message_establishes_a_child_without_its_rtu, 60)
 {
-	char buf[8];
 	pid_t pid;
 	int s;
 
-	ASSERT_EQ(0, spawn_peer(&self->ss, "--client", "late_rtu", "late_rtu: sent\n", &pid));
-	ASSERT_EQ(POLLIN, poll_one(self->lfd, POLLIN, 20000));
-	s = accept(self->lfd, NULL, NULL);
-	ASSERT_LE(0, s);
-	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
-	ASSERT_EQ(5, recv(s, buf, 5, MSG_WAITALL));
-	ASSERT_EQ(0, memcmp(buf, "hello", 5));
+	s = accept_hello(_metadata, self, "late_rtu", "late_rtu: sent\n", &pid);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	close(s);
