@@ -686,7 +686,7 @@ static struct rs_sock *rs_rp_pick(struct rs_rp_group *g, struct rdma_cm_id *id)
 	rcu_read_lock();
 	sel = reuseport_select_sock(first->tcp->sk, hash, NULL, 0);
 	if (sel)
-		owner = rs_tcp_owner_rcu(sel);
+		owner = rs_tcp_owner(sel);	/* to compare, never to follow */
 	rcu_read_unlock();
 	if (!sel) {	/* no TCP group to ask (not while they listen): ours, by the hash */
 		n = reciprocal_scale(hash, list_count_nodes(&g->members));

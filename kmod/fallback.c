@@ -38,9 +38,9 @@ static DEFINE_SPINLOCK(rs_tcp_default_lock);
 /*
  * Our socket, if @tsk is ours: its pointer with exactly our tag.  A socket our listener cloned
  * carries none, or another user's (a BPF sockmap's psock, tagged PSOCK|NOCOPY): not ours.
- * sk_callback_lock held.
+ * sk_callback_lock held, or rcu_read_lock() (a reuseport pick, cm.c: the pointer is only compared).
  */
-static struct rs_sock *rs_tcp_owner(struct sock *tsk)
+struct rs_sock *rs_tcp_owner(struct sock *tsk)
 {
 	uintptr_t v = (uintptr_t)rcu_dereference_check(__sk_user_data(tsk),
 						       lockdep_is_held(&tsk->sk_callback_lock));
@@ -48,12 +48,6 @@ static struct rs_sock *rs_tcp_owner(struct sock *tsk)
 	if ((v & ~SK_USER_DATA_PTRMASK) != SK_USER_DATA_NOCOPY)
 		return NULL;
 	return (struct rs_sock *)(v & SK_USER_DATA_PTRMASK);
-}
-
-/* The owner of a TCP socket found under rcu_read_lock(): a pointer to compare, not to follow. */
-struct rs_sock *rs_tcp_owner_rcu(struct sock *tsk)
-{
-	return rs_tcp_owner(tsk);
 }
 
 /* Someone else's pointer on @tsk (a sockmap took a clone before accept()): never overwrite it. */
@@ -492,13 +486,12 @@ static void rs_tcp_init_opts(struct rs_sock *rs, struct socket *tcp)
 {
 	struct sock *tsk = tcp->sk;
 
-	rs_sol_push(rs, tsk, true);
-	/* The socket's owner, not whoever first made us need the TCP socket (fd passing): for
-	 * reuseport's uid check and uid routing.
+	/*
+	 * The socket's owner, not whoever first made us need the TCP socket (fd passing): for
+	 * reuseport's uid check and uid routing.  (Nobody else sees @tcp yet: no lock.)
 	 */
-	lock_sock(tsk);
 	tsk->sk_uid = rs->sk.sk_uid;
-	release_sock(tsk);
+	rs_sol_push(rs, tsk, true);
 	if (rs->nodelay)
 		tcp_sock_set_nodelay(tsk);
 	if (rs->cork)

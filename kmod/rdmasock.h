@@ -451,7 +451,7 @@ int rs_tcp_ensure(struct rs_sock *rs, int family);
 int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int reason);
 void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp);
 bool rs_tcp_foreign(struct socket *tcp);
-struct rs_sock *rs_tcp_owner_rcu(struct sock *tsk);
+struct rs_sock *rs_tcp_owner(struct sock *tsk);
 void rs_tcp_detach(struct rs_sock *rs);
 void rs_tcp_sync(struct rs_sock *rs);
 void rs_sol_init(struct rs_sock *rs);

@@ -1744,7 +1744,7 @@ TEST_F(lone, accepted_children_inherit_the_listeners_options)
  */
 TEST_F(lone, options_set_on_a_connection_reach_its_tcp_socket)
 {
-	int prio = 4, mark = 0x33, rb = 20000, sb = 30000, s;
+	int prio = 4, mark = 0x33, rb = 20000, sb = 30000, s, dr;
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int lfd = make_listener(CARRIER_TCP, variant->af, &ss, &len);
@@ -1763,9 +1763,10 @@ TEST_F(lone, options_set_on_a_connection_reach_its_tcp_socket)
 	ASSERT_EQ(0, setsockopt(self->fd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof(sb)));
 	ASSERT_EQ(1, send(self->fd, "o", 1, 0));
 	ASSERT_EQ(1, recv(s, &c, 1, 0));
-	if (tcp_diag(self->fd, &d) == -2)
+	dr = tcp_diag(self->fd, &d);
+	if (dr == -2)
 		SKIP(return, "no inet_diag: the TCP socket's options cannot be read");
-	ASSERT_EQ(0, tcp_diag(self->fd, &d));
+	ASSERT_EQ(0, dr);
 	ASSERT_EQ(mark, d.mark);
 	ASSERT_EQ(prio, d.priority);
 	ASSERT_EQ(2 * rb, d.rcvbuf);
@@ -1783,7 +1784,7 @@ TEST_F(lone, options_set_on_a_connection_reach_its_tcp_socket)
 /* As on TCP, IP_TOS sets the priority too (ip_sockglue.c: rt_tos2priority()); ours reports it. */
 TEST_F(lone, ip_tos_sets_the_priority)
 {
-	int tos = 0x10, fd;	/* IPTOS_LOWDELAY: TC_PRIO_INTERACTIVE */
+	int tos = 0x10, fd, dr;	/* IPTOS_LOWDELAY: TC_PRIO_INTERACTIVE */
 
 	ASSERT_EQ(0, setsockopt(self->fd, SOL_IP, IP_TOS, &tos, sizeof(tos)));
 	ASSERT_EQ(6, getint(self->fd, SOL_SOCKET, SO_PRIORITY));
@@ -1797,9 +1798,10 @@ TEST_F(lone, ip_tos_sets_the_priority)
 	ASSERT_EQ(0, connect(self->fd, (struct sockaddr *)&ss, len));
 	fd = accept(lfd, NULL, NULL);
 	ASSERT_EQ(1, send(self->fd, "t", 1, 0));
-	if (tcp_diag(self->fd, &d) == -2)
+	dr = tcp_diag(self->fd, &d);
+	if (dr == -2)
 		SKIP(return, "no inet_diag: the TCP socket's priority cannot be read");
-	ASSERT_EQ(0, tcp_diag(self->fd, &d));
+	ASSERT_EQ(0, dr);
 	ASSERT_EQ(6, d.priority);
 	close(fd);
 	close(lfd);
