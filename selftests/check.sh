@@ -8,6 +8,8 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 total_pass=0 total_fail=0
+digest=$(mktemp /tmp/rdmasock-check-digest.XXXXXX)
+trap 'rm -f "$digest"' EXIT
 DEBUG_SUBSET="sock_test race_test bound_test stress_test fallback_test observe_test hostile_test fuzz_test ns_test devremove_test"
 
 # add_results DIR RC LABEL: sum DIR/results/summary; a failed VM run with no failing test counts 1.
@@ -23,7 +25,23 @@ add_results() {
 		fail=1
 	fi
 	echo "==== $label: $pass passed, $fail failed"
+	[ "$fail" = 0 ] || failure_digest "$dir" "$rc" "$label" >> "$digest"
 	total_pass=$((total_pass + pass)); total_fail=$((total_fail + fail))
+}
+
+# failure_digest DIR RC LABEL: what failed, short enough to read at the end of a long log (CI keeps
+# only the tail): the failing tests, the programs that died, and for a VM that crashed or hung the
+# kernel's reports and the console's last lines.
+failure_digest() {
+	local dir=$1 rc=$2 label=$3
+	echo "---- $label (exit $rc, logs in $dir)"
+	grep -H '^not ok' "$dir"/results/*.tap 2>/dev/null | sed 's|^.*/results/||' | head -n 20
+	grep -E ' [0-9]+ [1-9][0-9]*$' "$dir/results/summary" 2>/dev/null
+	[ -s "$dir/kernel-reports.log" ] && head -n 20 "$dir/kernel-reports.log"
+	if [ ! -s "$dir/rc" ]; then
+		echo "no exit status from the VM (a crash, a hung task or a timeout); its console ends:"
+		tail -n 30 "$dir/console.log" 2>/dev/null
+	fi
 }
 
 # debug_lane: build (or take from the cache) the debug kernel and the module for it.
@@ -59,5 +77,9 @@ for k in "$@"; do
 		--out "$out/two" -- "$top/selftests/run_tests.sh"
 	add_results "$out/two/client" $? "kernel $k, two VMs"
 done
+if [ -s "$digest" ]; then
+	echo "==== what failed"
+	cat "$digest"
+fi
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" = 0 ]
