@@ -25,7 +25,7 @@ help:
 	@echo "make            build rdmasock.ko for: $(KVERS); the userlib; the selftests"
 	@echo "make KVER=x     build the module for one kernel release"
 	@echo "make deps       install build/test dependencies with apt (idempotent)"
-	@echo "make lint       W=1 -Werror, sparse and checkpatch --strict on both kernels"
+	@echo "make lint       W=1 -Werror, sparse, checkpatch --strict and the layer check on both kernels"
 	@echo "make check      every selftest in the VM on 6.1 and 6.12, and a subset on the debug kernel"
 	@echo "                (CHECK_KERNELS=\"6.1 6.12\" without the debug kernel)"
 	@echo "make check-debug  every selftest on a KASAN+lockdep+kmemleak kernel (built once)"
@@ -54,7 +54,8 @@ selftests: $(HARNESS) userlib
 	@$(MAKE) -s -C $(TOP)/selftests OUT=$(BUILD)/selftests HARNESS_DIR=$(CACHE)/selftests
 
 lint: $(CHECKPATCH)
-	@set -e; for k in $(KVERS); do $(TOP)/kmod/build.sh "$$k" "$(BUILD)/lint-$$k" lint; done
+	@set -e; for k in $(KVERS); do $(TOP)/kmod/build.sh "$$k" "$(BUILD)/lint-$$k" lint; \
+		$(TOP)/kmod/layers.sh "$(BUILD)/lint-$$k/kmod"; done
 	@$(CHECKPATCH) --strict --no-tree --quiet --terse --show-types --ignore SPDX_LICENSE_TAG \
 		-f $(TOP)/kmod/*.c $(TOP)/kmod/*.h $(TOP)/kmod/probes/*.c $(TOP)/uapi/linux/*.h
 	@echo "lint: clean on $(KVERS)"

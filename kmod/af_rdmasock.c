@@ -7,6 +7,8 @@
  * otherwise (fallback.c).  Every call here dispatches on rs->mode; in TCP mode it goes straight to
  * the kernel TCP socket, so a fallen-back socket costs what TCP costs.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/in.h>
@@ -17,36 +19,28 @@
 #include <net/tcp_states.h>
 #include <net/tcp.h>
 #include "rdmasock.h"
+#include "close.h"
+#include "cm.h"
+#include "conn.h"
+#include "core.h"
+#include "dev.h"
+#include "fallback.h"
+#include "grow.h"
+#include "keepalive.h"
+#include "proc.h"
+#include "rdma.h"
+#include "stats.h"
+#include "tx.h"
+#include "wr.h"
 #include "trace.h"
 
-int rs_family = RDMASOCK_FAMILY_DEFAULT;
+static int rs_family = RDMASOCK_FAMILY_DEFAULT;
 module_param_named(family, rs_family, int, 0444);
 MODULE_PARM_DESC(family, "socket family number to register (default 19, see docs/design.md)");
 
-unsigned int rs_connect_timeout_ms = 1000;
-module_param_named(connect_timeout_ms, rs_connect_timeout_ms, uint, 0644);
-MODULE_PARM_DESC(connect_timeout_ms, "bound on RDMA connection set-up before falling back to TCP");
-
-bool rs_fallback_default = true;
+static bool rs_fallback_default = true;
 module_param_named(fallback, rs_fallback_default, bool, 0644);
 MODULE_PARM_DESC(fallback, "fall back to TCP when RDMA is not possible (default on)");
-
-struct workqueue_struct *rs_wq;
-
-void rs_wake(struct sock *sk, __poll_t mask)
-{
-	struct socket_wq *wq;
-
-	rcu_read_lock();
-	wq = rcu_dereference(sk->sk_wq);
-	if (skwq_has_sleeper(wq))
-		wake_up_interruptible_poll(&wq->wait, mask);
-	rcu_read_unlock();
-	if (mask & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))
-		sk_wake_async(sk, SOCK_WAKE_WAITD, POLL_IN);
-	if (mask & EPOLLOUT)
-		sk_wake_async(sk, SOCK_WAKE_SPACE, POLL_OUT);
-}
 
 static void rs_write_space(struct sock *sk)
 {
@@ -64,8 +58,129 @@ static void rs_sk_destruct(struct sock *sk)
 }
 
 static const struct proto_ops rs_proto_ops;
+static struct proto rs_proto;
 
-struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern)
+/* ---- the carrier of a connect(): RDMA, or TCP when RDMA cannot be had ---- */
+
+/*
+ * A full backlog drops a TCP SYN and the client retries for about two minutes.  A busy REJ makes
+ * us retry RDMA 100 ms, 200 ms ... then every 1.6 s, for about 30 s, before TCP takes over.
+ */
+#define RS_BUSY_TRIES		22
+#define RS_BUSY_BACKOFF_MS	100
+
+/* An RDMA attempt; if none can be made, TCP (with the reason), unless fallback is off. */
+static int rs_connect_rdma(struct rs_sock *rs, struct sockaddr *addr, int len)
+{
+	int reason, err;
+
+	err = rs_cm_connect(rs, addr, len, &reason);
+	if (!err || rs->no_fallback)
+		return err;
+	return rs_tcp_connect_start(rs, addr, len, reason);
+}
+
+/* The set-up timer fired before rdma_cm said anything final. */
+static void rs_connect_done_timeout(struct rs_sock *rs)
+{
+	spin_lock_bh(&rs->lock);
+	if (!test_and_set_bit(RS_F_CM_DONE, &rs->flags)) {
+		rs->cm_result = -ETIMEDOUT;
+		rs->reason = RDMASOCK_REASON_TIMEOUT;
+	}
+	spin_unlock_bh(&rs->lock);
+}
+
+/* The backoff after a busy listener is over: a fresh attempt, with a fresh id. */
+static void rs_connect_retry(struct rs_sock *rs)
+{
+	struct sock *sk = &rs->sk;
+	int err;
+
+	err = rs_connect_rdma(rs, (struct sockaddr *)&rs->peer_addr, rs->peer_addr_len);
+	if (!err)
+		return;
+	WRITE_ONCE(sk->sk_err, -err);
+	sk->sk_state = TCP_CLOSE;
+	sk_error_report(sk);
+}
+
+/*
+ * Runs under lock_sock: turn the CM outcome (rs_connect_done(), or the set-up timer) into the
+ * socket's state, or choose TCP.  The lower layers only report; the choice of carrier is made
+ * here, and at connect() (rs_connect_start()).
+ */
+static void rs_connect_work(struct work_struct *work)
+{
+	struct rs_sock *rs = container_of(to_delayed_work(work), struct rs_sock, connect_work);
+	struct sock *sk = &rs->sk;
+	int err, reason;
+
+	lock_sock(sk);
+	/* The bound id of a socket that has done nothing since its device went away. */
+	if (test_bit(RS_F_DEV_GONE, &rs->flags) && sk->sk_state == TCP_CLOSE && !rs->qp &&
+	    !rs->parent) {
+		clear_bit(RS_F_DEV_GONE, &rs->flags);
+		rs_cm_id_drop(rs);
+		goto out;
+	}
+	if (rs->parent) {
+		/* A child whose client never sent the RTU (rs_cm_request armed this). */
+		if (sk->sk_state == TCP_SYN_RECV)
+			rs_abort(rs, -ETIMEDOUT);
+		goto out;
+	}
+	/* Closed meanwhile (close() tears the attempt down), or decided already. */
+	if (sock_flag(sk, SOCK_DEAD) || sk->sk_state != TCP_SYN_SENT ||
+	    rs->mode != RDMASOCK_MODE_NONE)
+		goto out;
+	if (rs->busy_tries && !rs->cm_id) {
+		rs_connect_retry(rs);
+		goto out;
+	}
+	/* A run armed for an earlier attempt (it waited for lock_sock): this one's is queued. */
+	if (!test_bit(RS_F_CM_DONE, &rs->flags) && time_before(jiffies, rs->connect_deadline))
+		goto out;
+	rs_connect_done_timeout(rs);
+	err = rs->cm_result;
+	reason = rs->reason;
+	if (err && reason == RDMASOCK_REASON_PEER_BUSY && rs->busy_tries < RS_BUSY_TRIES) {
+		/* As a SYN the full backlog dropped: wait, then try RDMA again. */
+		rs_teardown_rdma(rs, false);
+		rs_connect_work_arm(rs, msecs_to_jiffies(RS_BUSY_BACKOFF_MS <<
+							 min(rs->busy_tries, 4U)));
+		rs->busy_tries++;
+		goto out;
+	}
+	if (!err) {
+		rs->mode = RDMASOCK_MODE_RDMA;
+		sk->sk_state = TCP_ESTABLISHED;
+		rs_count(sock_net(sk), RS_CNT_CONN_RDMA);
+		trace_rdmasock_established(rs);
+		rs_keepalive_update(rs);
+		rs_wake(sk, EPOLLOUT | EPOLLWRNORM);
+		goto out;
+	}
+	rs_teardown_rdma(rs, false);
+	if (reason == RDMASOCK_REASON_TIMEOUT || reason == RDMASOCK_REASON_PEER_REJECT)
+		rs_neg_cache_add(sock_net(sk), (struct sockaddr *)&rs->peer_addr);
+	if (!rs->no_fallback) {
+		err = rs_tcp_connect_start(rs, (struct sockaddr *)&rs->peer_addr,
+					   rs->peer_addr_len, reason);
+		if (!err)
+			goto out;
+	}
+	WRITE_ONCE(sk->sk_err, -err);
+	sk->sk_state = TCP_CLOSE;
+	sk_error_report(sk);
+out:
+	release_sock(sk);
+	sock_put(sk);
+}
+
+static struct rs_sock *rs_new_child(struct rs_sock *listener);
+
+static struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern)
 {
 	struct rs_sock *rs;
 	struct sock *sk;
@@ -90,15 +205,48 @@ struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern)
 	INIT_DELAYED_WORK(&rs->connect_work, rs_connect_work);
 	INIT_WORK(&rs->teardown_work, rs_teardown_work);
 	INIT_DELAYED_WORK(&rs->close_work, rs_close_work);
-	INIT_WORK(&rs->comm_est_work, rs_comm_est_work);
+	rs_wr_init(rs);
 	rs_keepalive_init(rs);
 	rs_tx_init(rs);
 	rs_grow_init(rs);
 	init_waitqueue_head(&rs->close_wait);
 	rs->no_fallback = !rs_fallback_default;
+	rs->new_child = rs_new_child;
 	rs_count(net, RS_CNT_SOCKETS);
 	rs_proc_add(rs);
 	return rs;
+}
+
+/*
+ * A listener's child, for a connection request the CM layer took (cm.c): a socket with the
+ * listener's options, as a TCP child has, TCP's and its own.
+ */
+static struct rs_sock *rs_new_child(struct rs_sock *listener)
+{
+	struct rs_sock *child;
+
+	child = rs_alloc_sock(sock_net(&listener->sk), NULL, 0);
+	if (!child)
+		return NULL;
+	rs_sol_inherit(child, listener);
+	child->nodelay = READ_ONCE(listener->nodelay);
+	child->cork = READ_ONCE(listener->cork);
+	child->user_timeout = READ_ONCE(listener->user_timeout);
+	child->no_fallback = listener->no_fallback;
+	child->ka_time = READ_ONCE(listener->ka_time);
+	child->ka_intvl = READ_ONCE(listener->ka_intvl);
+	child->ka_probes = READ_ONCE(listener->ka_probes);
+#ifdef CONFIG_MEMCG
+	/*
+	 * Its rings are charged to the listener's cgroup, not to the CM's worker (nobody), from the
+	 * CONNECT_REQUEST on: before accept() there is no other task to charge.
+	 */
+	if (!child->sk.sk_memcg && listener->sk.sk_memcg) {
+		css_get(&listener->sk.sk_memcg->css);
+		child->sk.sk_memcg = listener->sk.sk_memcg;
+	}
+#endif
+	return child;
 }
 
 static int rs_create(struct net *net, struct socket *sock, int protocol, int kern)
@@ -114,14 +262,12 @@ static int rs_create(struct net *net, struct socket *sock, int protocol, int ker
 }
 
 /*
- * rs->tcp is set and replaced only under lock_sock and only while the mode is NONE; the mode
- * becomes TCP (a release store, after rs->tcp is final) or LISTEN, and from then on rs->tcp stays
- * until release().  So a caller that saw mode TCP (acquire) may use rs->tcp without lock_sock.
+ * The carrier of the socket's calls: TCP once the socket fell back or was accepted from TCP (final
+ * until release()), else RDMA, which also serves a socket that has no carrier yet.
  */
-static bool rs_is_tcp(const struct rs_sock *rs)
+static const struct rs_carrier *rs_carrier(const struct rs_sock *rs)
 {
-	/* Pairs with the release store in rs_tcp_connect_start(). */
-	return smp_load_acquire(&rs->mode) == RDMASOCK_MODE_TCP;
+	return rs_is_tcp(rs) ? &rs_tcp_carrier : &rs_rdma_carrier;
 }
 
 /* Check an address as inet_bind/inet_stream_connect would, returning its family. */
@@ -166,29 +312,6 @@ out:
 	return err;
 }
 
-static int rs_wait_connect(struct rs_sock *rs, long *timeo)
-{
-	DEFINE_WAIT_FUNC(wait, woken_wake_function);
-	struct sock *sk = &rs->sk;
-	int err = 0;
-
-	add_wait_queue(sk_sleep(sk), &wait);
-	while (READ_ONCE(sk->sk_state) == TCP_SYN_SENT && !rs_is_tcp(rs)) {
-		if (!*timeo) {
-			err = -EINPROGRESS;
-			break;
-		}
-		if (signal_pending(current)) {
-			err = sock_intr_errno(*timeo);
-			break;
-		}
-		sk_wait_event(sk, timeo, READ_ONCE(sk->sk_state) != TCP_SYN_SENT || rs_is_tcp(rs),
-			      &wait);
-	}
-	remove_wait_queue(sk_sleep(sk), &wait);
-	return err;
-}
-
 /* Start a connect on an unconnected socket: RDMA first, TCP when RDMA cannot be had. */
 static int rs_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len)
 {
@@ -203,7 +326,7 @@ static int rs_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len)
 		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_FORCED);
 	if (rs_neg_cache_hit(sock_net(&rs->sk), addr) && !rs->no_fallback)
 		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_NEG_CACHE);
-	return rs_cm_connect(rs, addr, len);
+	return rs_connect_rdma(rs, addr, len);
 }
 
 /* After a fallback, TCP owns the connect, with its own waiting, errors and EALREADY/EISCONN. */
@@ -359,19 +482,6 @@ out:
 	return err;
 }
 
-/* Is there a connection to accept, from RDMA or from TCP? */
-static bool rs_accept_ready(struct rs_sock *rs)
-{
-	struct sock *tsk = NULL;
-
-	/* Pairs with the release store in rs_listen(): rs->tcp is final then. */
-	if (smp_load_acquire(&rs->mode) == RDMASOCK_MODE_LISTEN)
-		tsk = rs->tcp->sk;
-
-	return !list_empty_careful(&rs->ready_q) ||
-	       (tsk && !reqsk_queue_empty(&inet_csk(tsk)->icsk_accept_queue));
-}
-
 static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_accept_arg *arg)
 {
 	struct socket *tcp_child;
@@ -482,69 +592,12 @@ static int rs_accept(struct socket *sock, struct socket *newsock, int flags, boo
 static int rs_getname(struct socket *sock, struct sockaddr *addr, int peer)
 {
 	struct rs_sock *rs = rs_sk(sock->sk);
-	struct sockaddr *src;
 	int ret;
 
 	lock_sock(&rs->sk);
-	if (rs->mode == RDMASOCK_MODE_RDMA && rs->cm_id) {
-		ret = -ENOTCONN;
-		if (peer && rs->sk.sk_state != TCP_ESTABLISHED &&
-		    !(rs->sk.sk_shutdown & RCV_SHUTDOWN))
-			goto out;
-		src = peer ? (struct sockaddr *)&rs->cm_id->route.addr.dst_addr :
-			     (struct sockaddr *)&rs->cm_id->route.addr.src_addr;
-		ret = src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
-						    sizeof(struct sockaddr_in);
-		memcpy(addr, src, ret);
-		goto out;
-	}
-	if (rs->tcp) {
-		ret = rs->tcp->ops->getname(rs->tcp, addr, peer);
-		goto out;
-	}
-	if (peer) {
-		ret = -ENOTCONN;
-		goto out;
-	}
-	/* Unbound, family still unknown: report what an unbound AF_INET socket reports. */
-	memset(addr, 0, sizeof(struct sockaddr_in));
-	addr->sa_family = AF_INET;
-	ret = sizeof(struct sockaddr_in);
-out:
+	ret = rs_carrier(rs)->getname(rs, addr, peer);
 	release_sock(&rs->sk);
 	return ret;
-}
-
-static __poll_t rs_poll_rdma(struct rs_sock *rs)
-{
-	struct sock *sk = &rs->sk;
-	int state = READ_ONCE(sk->sk_state);
-	u8 shutdown = READ_ONCE(sk->sk_shutdown);
-	__poll_t mask = 0;
-
-	if (state == TCP_LISTEN)
-		return rs_accept_ready(rs) ? EPOLLIN | EPOLLRDNORM : 0;
-	/* The same rules as tcp_poll(). */
-	if (shutdown == SHUTDOWN_MASK || state == TCP_CLOSE)
-		mask |= EPOLLHUP;
-	if (shutdown & RCV_SHUTDOWN)
-		mask |= EPOLLIN | EPOLLRDNORM | EPOLLRDHUP;
-	if (state != TCP_SYN_SENT) {
-		if (rs_rx_readable(rs, sock_rcvlowat(sk, 0, INT_MAX)))
-			mask |= EPOLLIN | EPOLLRDNORM;
-		if (rs_urg_pending(rs))
-			mask |= EPOLLPRI;
-		/*
-		 * Writable when a write would not block: room, or it fails at once.  In CLOSE_WAIT
-		 * too (an epoll writer must not spin on EAGAIN, nor wait for ever on a dead QP).
-		 */
-		if ((shutdown & SEND_SHUTDOWN) || state == TCP_CLOSE || rs_tx_error(rs) ||
-		    rs_tx_space(rs))
-			mask |= EPOLLOUT | EPOLLWRNORM;
-	}
-	if (READ_ONCE(sk->sk_err))
-		mask |= EPOLLERR;
-	return mask;
 }
 
 static __poll_t rs_poll(struct file *file, struct socket *sock, poll_table *wait)
@@ -553,38 +606,14 @@ static __poll_t rs_poll(struct file *file, struct socket *sock, poll_table *wait
 
 	/* All waiters sit on this socket's queue, whatever the carrier; fallback.c forwards. */
 	sock_poll_wait(file, sock, wait);
-	if (rs_is_tcp(rs))
-		return rs->tcp->ops->poll(file, rs->tcp, NULL);
-	return rs_poll_rdma(rs);
+	return rs_carrier(rs)->poll(rs, file);
 }
 
 static int rs_ioctl(struct socket *sock, unsigned int cmd, unsigned long arg)
 {
 	struct rs_sock *rs = rs_sk(sock->sk);
-	int val;
 
-	if (rs_is_tcp(rs))
-		return rs->tcp->ops->ioctl(rs->tcp, cmd, arg);
-	switch (cmd) {
-	case SIOCINQ:
-		if (rs->sk.sk_state == TCP_LISTEN)
-			return -EINVAL;
-		val = rs_rx_avail(rs);
-		break;
-	case SIOCATMARK:
-		val = rs_urg_at_mark(rs);	/* (0 on a listener, as TCP's) */
-		break;
-	case SIOCOUTQ:
-		if (rs->sk.sk_state == TCP_LISTEN)
-			return -EINVAL;
-		spin_lock_bh(&rs->lock);
-		val = rs->tx_staged - rs->tx_acked;
-		spin_unlock_bh(&rs->lock);
-		break;
-	default:
-		return -ENOIOCTLCMD;
-	}
-	return put_user(val, (int __user *)arg);
+	return rs_carrier(rs)->ioctl(rs, cmd, arg);
 }
 
 static int rs_shutdown_op(struct socket *sock, int how)
@@ -597,14 +626,10 @@ static int rs_shutdown_op(struct socket *sock, int how)
 	if ((how & ~SHUTDOWN_MASK) || !how)
 		return -EINVAL;
 	lock_sock(&rs->sk);
-	if (rs_is_tcp(rs)) {
-		err = kernel_sock_shutdown(rs->tcp, how - 1);
-	} else {
-		err = rs_shutdown(rs, how);
-		if (err > 0) {		/* the connect in progress was abandoned */
-			sock->state = SS_UNCONNECTED;
-			err = 0;
-		}
+	err = rs_carrier(rs)->shutdown(rs, how);
+	if (err > 0) {		/* the connect in progress was abandoned */
+		sock->state = SS_UNCONNECTED;
+		err = 0;
 	}
 	release_sock(&rs->sk);
 	return err;
@@ -799,32 +824,6 @@ static int rs_getsockopt_rdmasock(struct rs_sock *rs, int optname, char __user *
 	return 0;
 }
 
-/* TCP_INFO of a connection carried by RDMA: what TCP would report that has a meaning here. */
-static int rs_rdma_tcp_info(struct rs_sock *rs, char __user *optval, int __user *optlen)
-{
-	struct tcp_info info = {};
-	int len;
-
-	if (get_user(len, optlen))
-		return -EFAULT;
-	if (len < 0)
-		return -EINVAL;		/* as do_tcp_getsockopt() */
-	len = min_t(unsigned int, len, sizeof(info));
-	info.tcpi_state = rs->sk.sk_state;
-	/* The largest payload one packet carries on the path, as TCP's MSS is on its own. */
-	info.tcpi_snd_mss = rs->path_mtu;
-	info.tcpi_rcv_mss = rs->path_mtu;
-	info.tcpi_advmss = rs->path_mtu;
-	spin_lock_bh(&rs->lock);
-	info.tcpi_bytes_sent = rs->bytes_sent;
-	info.tcpi_bytes_acked = rs->tx_acked;
-	info.tcpi_bytes_received = rs->bytes_received;
-	spin_unlock_bh(&rs->lock);
-	if (put_user(len, optlen) || copy_to_user(optval, &info, len))
-		return -EFAULT;
-	return 0;
-}
-
 static int rs_getsockopt(struct socket *sock, int level, int optname, char __user *optval,
 			 int __user *optlen)
 {
@@ -834,8 +833,8 @@ static int rs_getsockopt(struct socket *sock, int level, int optname, char __use
 	lock_sock(&rs->sk);
 	if (level == SOL_RDMASOCK) {
 		err = rs_getsockopt_rdmasock(rs, optname, optval, optlen);
-	} else if (level == SOL_TCP && optname == TCP_INFO && rs->mode == RDMASOCK_MODE_RDMA) {
-		err = rs_rdma_tcp_info(rs, optval, optlen);
+	} else if (level == SOL_TCP && optname == TCP_INFO) {
+		err = rs_carrier(rs)->tcp_info(rs, optval, optlen);
 	} else if (level != SOL_TCP && level != SOL_IP && level != SOL_IPV6) {
 		err = -ENOPROTOOPT;
 	} else {
@@ -848,82 +847,18 @@ static int rs_getsockopt(struct socket *sock, int level, int optname, char __use
 	return err;
 }
 
-/*
- * A call on a socket whose connect is still in progress waits for the outcome first (as TCP waits
- * in sk_stream_wait_connect), since that outcome may be a fallback to TCP.  Returns with lock_sock
- * held, or an error (nonblocking: -EAGAIN) without it.
- */
-static int rs_lock_connected(struct rs_sock *rs, bool nonblock)
-{
-	long timeo = nonblock ? 0 : MAX_SCHEDULE_TIMEOUT;
-	int err;
-
-	lock_sock(&rs->sk);
-	if (rs->sk.sk_state != TCP_SYN_SENT || rs_is_tcp(rs))
-		return 0;
-	err = rs_wait_connect(rs, &timeo);
-	if (err) {
-		release_sock(&rs->sk);
-		return err == -EINPROGRESS ? -EAGAIN : err;
-	}
-	return 0;
-}
-
 static int rs_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 {
 	struct rs_sock *rs = rs_sk(sock->sk);
-	int ret;
 
-	ret = rs_lock_connected(rs, msg->msg_flags & MSG_DONTWAIT);
-	if (ret)
-		return ret;
-	if (rs_is_tcp(rs)) {
-		release_sock(&rs->sk);
-		rs_tcp_sync(rs);
-		return rs->tcp->ops->sendmsg(rs->tcp, msg, len);
-	}
-	ret = rs_rdma_sendmsg(rs, msg, len);
-	release_sock(&rs->sk);
-	return ret;
+	return rs_carrier(rs)->sendmsg(rs, msg, len);
 }
 
 static int rs_recvmsg(struct socket *sock, struct msghdr *msg, size_t len, int flags)
 {
 	struct rs_sock *rs = rs_sk(sock->sk);
-	int ret;
 
-	if (rs_is_tcp(rs)) {
-		rs_tcp_sync(rs);
-		return rs->tcp->ops->recvmsg(rs->tcp, msg, len, flags);
-	}
-	/* As tcp_recvmsg(): nothing is ever queued on our error queue (no timestamps, zerocopy). */
-	if (flags & MSG_ERRQUEUE)
-		return -EAGAIN;
-	/* As tcp_recv_urg(): never waits, not for a connect either. */
-	if (flags & MSG_OOB) {
-		lock_sock(&rs->sk);
-		if (rs_is_tcp(rs)) {	/* fell back meanwhile */
-			release_sock(&rs->sk);
-			return rs->tcp->ops->recvmsg(rs->tcp, msg, len, flags);
-		}
-		if (rs->sk.sk_state == TCP_LISTEN)
-			ret = -ENOTCONN;
-		else
-			ret = rs_rdma_recv_urg(rs, msg, len, flags);
-		release_sock(&rs->sk);
-		return ret;
-	}
-	ret = rs_lock_connected(rs, flags & MSG_DONTWAIT);
-	if (ret)
-		return ret;
-	if (rs_is_tcp(rs)) {
-		release_sock(&rs->sk);
-		rs_tcp_sync(rs);
-		return rs->tcp->ops->recvmsg(rs->tcp, msg, len, flags);
-	}
-	ret = rs_rdma_recvmsg(rs, msg, len, flags);
-	release_sock(&rs->sk);
-	return ret;
+	return rs_carrier(rs)->recvmsg(rs, msg, len, flags);
 }
 
 static int rs_release_op(struct socket *sock)
@@ -972,7 +907,18 @@ static struct net_proto_family rs_family_ops = {
 	.owner = THIS_MODULE,
 };
 
-struct proto rs_proto = {
+/* proto->keepalive: SO_KEEPALIVE, called under lock_sock before SOCK_KEEPOPEN changes. */
+static void rs_set_keepalive(struct sock *sk, int on)
+{
+	struct rs_sock *rs = rs_sk(sk);
+
+	sock_valbool_flag(sk, SOCK_KEEPOPEN, on);
+	if (rs->tcp)
+		rs_tcp_set_keepalive(rs->tcp->sk, on);
+	rs_keepalive_set(rs, on);
+}
+
+static struct proto rs_proto = {
 	.name = "RDMASOCK",
 	.owner = THIS_MODULE,
 	/*
@@ -982,7 +928,7 @@ struct proto rs_proto = {
 	 */
 	.obj_size = sizeof(struct rs_sock) > sizeof(struct tcp_sock) ?
 		    sizeof(struct rs_sock) : sizeof(struct tcp_sock),
-	.keepalive = rs_keepalive_set,
+	.keepalive = rs_set_keepalive,
 };
 
 static int __init rs_init(void)
@@ -990,8 +936,13 @@ static int __init rs_init(void)
 	int err;
 
 	BUILD_BUG_ON(RS_F_NR > BITS_PER_LONG);
+	/* The wire format's sizes are the protocol's (proto.h), whatever the compiler pads. */
+	BUILD_BUG_ON(sizeof(struct rs_hello) != RS_HELLO_SIZE);
+	BUILD_BUG_ON(sizeof(struct rs_resize) != RS_RESIZE_SIZE);
+	/* Cursors go mod 2^30, urgent marks mod 2^29: both larger than a ring. */
+	BUILD_BUG_ON(RS_RING_MAX >= RS_CTRL_URG);
 	if (rs_family <= AF_UNSPEC || rs_family >= NPROTO) {
-		pr_err("rdmasock: family=%d is outside 1..%d\n", rs_family, NPROTO - 1);
+		pr_err("family=%d is outside 1..%d\n", rs_family, NPROTO - 1);
 		return -EINVAL;
 	}
 	rs_wq = alloc_workqueue("rdmasock", WQ_MEM_RECLAIM, 0);
@@ -1000,26 +951,31 @@ static int __init rs_init(void)
 	err = rs_stats_init();
 	if (err)
 		goto out_wq;
-	err = proto_register(&rs_proto, 1);
+	err = rs_proc_init();
 	if (err)
 		goto out_stats;
+	err = proto_register(&rs_proto, 1);
+	if (err)
+		goto out_proc;
 	rs_family_ops.family = rs_family;
 	err = sock_register(&rs_family_ops);
 	if (err) {
-		pr_err("rdmasock: cannot register family %d (%s): load with family=<free number>\n",
+		pr_err("cannot register family %d (%s): load with family=<free number>\n",
 		       rs_family, err == -EEXIST ? "taken by another family" : "invalid");
 		goto out_proto;
 	}
 	err = rs_dev_init();
 	if (err)
 		goto out_sock;
-	pr_info("rdmasock: family %d registered\n", rs_family);
+	pr_info("family %d registered\n", rs_family);
 	return 0;
 
 out_sock:
 	sock_unregister(rs_family);
 out_proto:
 	proto_unregister(&rs_proto);
+out_proc:
+	rs_proc_exit();
 out_stats:
 	rs_stats_exit();
 out_wq:
@@ -1034,6 +990,7 @@ static void __exit rs_exit(void)
 	destroy_workqueue(rs_wq);
 	rs_neg_cache_exit();
 	proto_unregister(&rs_proto);
+	rs_proc_exit();
 	rs_stats_exit();
 }
 

@@ -11,8 +11,18 @@
  *                      -> rs_abort(): error recorded, everyone woken, teardown_work frees.
  * Teardown always runs in process context under lock_sock, never inside the id's own CM handler.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <net/tcp_states.h>
 #include "rdmasock.h"
+#include "close.h"
+#include "cm.h"
+#include "conn.h"
+#include "core.h"
+#include "fallback.h"
+#include "stats.h"
+#include "tx.h"
+#include "wr.h"
 #include "trace.h"
 
 /*
@@ -43,132 +53,6 @@ static atomic_t rs_orphans = ATOMIC_INIT(0);
 int rs_orphan_count(void)
 {
 	return atomic_read(&rs_orphans);
-}
-
-/*
- * A connect() still being set up (our ESTABLISHED, not yet the peer's READY) fails: that is its
- * outcome, so connect_work falls back to TCP (or reports it), not a reset.  True if it was one.
- */
-static bool rs_fail_connecting(struct rs_sock *rs, int err)
-{
-	if (rs->parent || READ_ONCE(rs->sk.sk_state) != TCP_SYN_SENT ||
-	    READ_ONCE(rs->mode) != RDMASOCK_MODE_NONE || sock_flag(&rs->sk, SOCK_DEAD))
-		return false;
-	rs_connect_done(rs, err, err == -EPROTO ? RDMASOCK_REASON_HELLO :
-			RDMASOCK_REASON_RESOURCE);
-	return true;
-}
-
-/*
- * A fatal error on the connection, from any context but hard IRQ: a connect's outcome while it is
- * set up, else a reset, as TCP's.  The first error wins.
- */
-void rs_abort(struct rs_sock *rs, int err)
-{
-	struct sock *sk = &rs->sk;
-	bool unqueued;
-
-	if (rs_fail_connecting(rs, err))
-		return;
-	/*
-	 * Ours, for the whole call: once RS_F_ABORTED is set, a child that rs_cm_request() finds
-	 * aborted loses the reference it had, and this call still has work to do on it.
-	 */
-	sock_hold(sk);
-	spin_lock_bh(&rs->lock);
-	if (test_and_set_bit(RS_F_ABORTED, &rs->flags)) {
-		spin_unlock_bh(&rs->lock);
-		sock_put(sk);
-		return;
-	}
-	WRITE_ONCE(sk->sk_err, -err);
-	WRITE_ONCE(sk->sk_shutdown, SHUTDOWN_MASK);
-	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
-	rs->rx_cons = rs->rx_prod;	/* as a TCP reset, unread data is gone */
-	spin_unlock_bh(&rs->lock);
-	/* After RS_F_ABORTED is set: a pending child frees its backlog slot (cm.c). */
-	unqueued = rs->parent && rs_cm_child_unqueue(rs);
-	/* Nor does its RTU timer keep it (and its listener) for seconds more. */
-	if (rs->parent && cancel_delayed_work(&rs->connect_work))
-		sock_put(sk);	/* the timer's reference; the caller's keeps the socket */
-	trace_rdmasock_error(rs);
-	sk_error_report(sk);
-	rs_wake(sk, EPOLLIN | EPOLLOUT | EPOLLHUP | EPOLLRDHUP | EPOLLERR);
-	wake_up_all(&rs->close_wait);
-	sock_hold(sk);
-	if (!queue_work(rs_wq, &rs->teardown_work))
-		sock_put(sk);
-	if (unqueued)
-		sock_put(sk);	/* the queue's: the teardown work holds its own */
-	sock_put(sk);
-}
-
-/* Stop the CM handler and the completion handlers from touching the connection again. */
-static void rs_mark_dying(struct rs_sock *rs, bool in_handler)
-{
-	if (rs->cm_id && !in_handler)
-		rdma_lock_handler(rs->cm_id);
-	spin_lock_bh(&rs->lock);
-	set_bit(RS_F_DYING, &rs->flags);
-	spin_unlock_bh(&rs->lock);
-	if (rs->cm_id && !in_handler)
-		rdma_unlock_handler(rs->cm_id);
-}
-
-void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
-{
-	struct rdma_cm_id *id;
-
-	trace_rdmasock_teardown(rs);
-	rs_mark_dying(rs, in_handler);
-	rs_keepalive_stop(rs);
-	rs_tx_stop(rs);
-	if (rs->cm_id && rs->qp && !in_handler)
-		rdma_disconnect(rs->cm_id);
-	rs_qp_destroy(rs);
-	/* Once the QP is gone: a fatal QP event's work must not abort the next connection. */
-	if (cancel_work_sync(&rs->qp_err_work))
-		sock_put(&rs->sk);	/* its reference; the caller holds one too */
-	/* Before the id goes (the work uses it); DYING is set, so nothing queues it again. */
-	if (cancel_work_sync(&rs->comm_est_work))
-		sock_put(&rs->sk);
-	/*
-	 * The rings go, and with them whatever they still hold: no reader may find bytes to copy
-	 * from a freed ring (a peer that wrote before its connect failed), no writer staged bytes.
-	 */
-	spin_lock_bh(&rs->lock);
-	rs->rx_cons = rs->rx_prod;
-	rs->tx_staged = rs->tx_prod;
-	spin_unlock_bh(&rs->lock);
-	if (rs->pd)
-		rs_grow_free(rs);
-	rs_ring_release(rs, &rs->rx);
-	rs_ring_release(rs, &rs->tx);
-	if (rs->pd) {
-		if (!rs->pd_pinned)
-			ib_dealloc_pd(rs->pd);	/* else leaked with the MR it still holds */
-		rs->pd = NULL;
-		rs->pd_pinned = false;
-	}
-	if (!in_handler) {
-		id = xchg(&rs->cm_id, NULL);
-		if (id)
-			rdma_destroy_id(id);
-	}
-	clear_bit(RS_F_RDMA_UP, &rs->flags);
-	rs_dev_detach(rs);
-}
-
-void rs_teardown_work(struct work_struct *work)
-{
-	struct rs_sock *rs = container_of(work, struct rs_sock, teardown_work);
-
-	lock_sock(&rs->sk);
-	/* Not when a new connect() started afresh meanwhile (it tore the aborted attempt down). */
-	if (rs->sk.sk_state != TCP_LISTEN && test_bit(RS_F_ABORTED, &rs->flags))
-		rs_teardown_rdma(rs, false);
-	release_sock(&rs->sk);
-	sock_put(&rs->sk);
 }
 
 static bool rs_rdma_live(struct rs_sock *rs)

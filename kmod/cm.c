@@ -8,6 +8,8 @@
  * it builds the QP and rings of a connection no one else can touch yet, records the outcome and
  * hands the socket state change to connect_work, which runs under lock_sock.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <net/tcp_states.h>
@@ -20,17 +22,20 @@
 #include <net/sock_reuseport.h>
 #include <rdma/ib_cm.h>
 #include "rdmasock.h"
+#include "cm.h"
+#include "conn.h"
+#include "core.h"
+#include "fallback.h"
+#include "grow.h"
+#include "keepalive.h"
+#include "ring.h"
+#include "stats.h"
+#include "wr.h"
 #include "trace.h"
 
 #define RS_RETRY_COUNT		6	/* 7 would mean "retry forever" on rxe */
 /* Receive WRs are reposted at once, so an RNR NAK is transient: retry it for ever. */
 #define RS_RNR_RETRY_INFINITE	7
-/*
- * A full backlog drops a TCP SYN and the client retries for about two minutes.  A busy REJ makes
- * us retry RDMA 100 ms, 200 ms ... then every 1.6 s, for about 30 s, before TCP takes over.
- */
-#define RS_BUSY_TRIES		22
-#define RS_BUSY_BACKOFF_MS	100
 #define RS_SYN_RECV_TIMEOUT	(10 * HZ)	/* a child waits this long for the client's RTU */
 
 static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
@@ -63,7 +68,7 @@ static int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len)
 	    (h->flags & ~RS_HELLO_FLAGS) || h->reserved[0] || h->reserved[1])
 		return -EPROTONOSUPPORT;
 	size = be32_to_cpu(h->ring_size);
-	if (size < RS_RING_MIN || size > RS_RING_MAX || size % 4096 || size % PAGE_SIZE)
+	if (!rs_ring_size_ok(size) || size % PAGE_SIZE)
 		return -EPROTO;
 	rs->peer_ring_addr = be64_to_cpu(h->ring_addr);
 	rs->peer_rkey = be32_to_cpu(h->ring_rkey);
@@ -73,41 +78,18 @@ static int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len)
 	return 0;
 }
 
-/* ---- connection resources ---- */
-
-/* PD, CQ, QP and the receive ring: everything the hello must describe. */
-static int rs_conn_create(struct rs_sock *rs, struct rdma_cm_id *id)
+/*
+ * Keep the RDMA connection's addresses (the cm_id may be gone when /proc is read) and its path
+ * MTU, the payload one packet carries (TCP_INFO's MSS fields): on RoCE rdma_cm takes it from the
+ * netdev's MTU.  (IB and RoCE routes always have a path record; 1024 if one had none.)
+ */
+static void rs_note_addrs(struct rs_sock *rs, struct rdma_cm_id *id)
 {
-	int err;
+	int mtu = id->route.path_rec ? ib_mtu_enum_to_int(id->route.path_rec->mtu) : -1;
 
-	rs->pd = ib_alloc_pd(id->device, 0);
-	if (IS_ERR(rs->pd)) {
-		err = PTR_ERR(rs->pd);
-		rs->pd = NULL;
-		return err;
-	}
-	err = rs_qp_create(rs, id);
-	if (err)
-		return err;
-	err = rs_ring_alloc(&rs->rx, rs->pd, rs_ring_start(rs, id->device), &rs->sk);
-	if (!err)
-		err = rs_resize_buf_alloc(rs);
-	if (err)
-		return err;
-	rs->port_num = id->port_num;
-	err = rs_dev_attach(rs, id->device);
-	if (err)
-		return err;
-	set_bit(RS_F_RDMA_UP, &rs->flags);
-	rdma_set_min_rnr_timer(id, IB_RNR_TIMER_000_32);
-	return rs_post_recvs(rs, rs->rq_depth);
-}
-
-/* The staging ring: the peer's ring, or less if our SO_SNDBUF asks for less (grow.c). */
-static int rs_tx_ring_create(struct rs_sock *rs)
-{
-	return rs_ring_alloc(&rs->tx, rs->pd,
-			     rs_tx_ring_target(rs, rs->pd->device, rs->peer_ring_size), &rs->sk);
+	memcpy(&rs->local_addr, &id->route.addr.src_addr, sizeof(rs->local_addr));
+	memcpy(&rs->peer_addr, &id->route.addr.dst_addr, sizeof(rs->peer_addr));
+	rs->path_mtu = mtu > 0 ? mtu : 1024;
 }
 
 static void rs_conn_param(struct rdma_conn_param *p, struct rs_hello *h)
@@ -120,37 +102,6 @@ static void rs_conn_param(struct rdma_conn_param *p, struct rs_hello *h)
 }
 
 /* ---- active side ---- */
-
-/*
- * (Re)arm connect_work.  A queued connect_work holds a socket reference, so a CM event that comes
- * while the socket is being closed can never run it on freed memory.
- */
-static void rs_connect_work_arm(struct rs_sock *rs, unsigned long delay)
-{
-	sock_hold(&rs->sk);
-	if (mod_delayed_work(rs_wq, &rs->connect_work, delay))
-		sock_put(&rs->sk);	/* it was pending already, with its reference */
-}
-
-void rs_connect_done(struct rs_sock *rs, int result, int reason)
-{
-	spin_lock_bh(&rs->lock);
-	if (!test_and_set_bit(RS_F_CM_DONE, &rs->flags)) {
-		rs->cm_result = result;
-		if (result)
-			rs->reason = reason;
-	}
-	spin_unlock_bh(&rs->lock);
-	rs_connect_work_arm(rs, 0);
-}
-
-/* Both our ESTABLISHED and the peer's READY are needed before data may flow. */
-static void rs_check_connected(struct rs_sock *rs)
-{
-	smp_mb__after_atomic();	/* pairs with the other side's set_bit: one of us sees both */
-	if (test_bit(RS_F_CM_EST, &rs->flags) && test_bit(RS_F_PEER_READY, &rs->flags))
-		rs_connect_done(rs, 0, RDMASOCK_REASON_NONE);
-}
 
 static void rs_cm_route_resolved(struct rs_sock *rs, struct rdma_cm_id *id)
 {
@@ -197,14 +148,6 @@ static void rs_cm_client_established(struct rs_sock *rs, struct rdma_cm_event *e
 	rs_check_connected(rs);
 }
 
-void rs_peer_ready(struct rs_sock *rs)
-{
-	set_bit(RS_F_PEER_READY, &rs->flags);
-	if (rs->parent)
-		return;
-	rs_check_connected(rs);
-}
-
 /*
  * Loopback and unspecified destinations have no RDMA path.  rdma_cm would still try some of them
  * (::1, or 127.0.0.1 from an id bound to 0.0.0.0, go through its loopback resolution) and send CM
@@ -224,41 +167,12 @@ static bool rs_no_rdma_path(const struct sockaddr *addr)
 }
 
 /*
- * connect() again on a socket that had a connection or an aborted attempt (TCP allows it once
- * connect() reported the failure): nothing of it may stay.  Its resources, id and pending work go
- * now, under lock_sock (a queued teardown_work then finds RS_F_ABORTED clear, which
- * rs_cm_connect() clears, and leaves the new attempt alone), and every per-connection field
- * starts from zero, as both ends' ring offsets must.
+ * Start an RDMA attempt: the user's connect() (rs_connect_start() reset everything of an earlier
+ * one), or the retry after a busy listener's backoff (which keeps its count).  0: the attempt is
+ * under way and its outcome comes to connect_work (rs_connect_done()).  Else no attempt was made:
+ * the error, and in *@reason why RDMA cannot be had (the socket layer decides what follows).
  */
-void rs_conn_reset(struct rs_sock *rs)
-{
-	sock_owned_by_me(&rs->sk);
-	/* (A socket only bound keeps its id: connect() goes out from its address and port.) */
-	if (test_bit(RS_F_ABORTED, &rs->flags) || rs->qp || rs->pd || rs->cq ||
-	    rs->mode == RDMASOCK_MODE_RDMA)
-		rs_teardown_rdma(rs, false);
-	rs->conn_gen++;
-	spin_lock_bh(&rs->lock);
-	memset(&rs->conn_cursors, 0, sizeof(rs->conn_cursors));
-	memset(&rs->conn_peer, 0, sizeof(rs->conn_peer));
-	memset(&rs->conn_next, 0, sizeof(rs->conn_next));
-	memset(&rs->conn_stats, 0, sizeof(rs->conn_stats));
-	spin_unlock_bh(&rs->lock);
-	rs->busy_tries = 0;
-	rs->ka_last = 0;
-	rs->ka_seen = 0;
-	rs->ka_seen_at_probe = 0;
-	rs->ka_unanswered = 0;
-	WRITE_ONCE(rs->sk.sk_err, 0);
-	/* A former listener keeps its TCP socket (rs->tcp_final): lockless pollers may use it. */
-	WRITE_ONCE(rs->mode, RDMASOCK_MODE_NONE);
-}
-
-/*
- * An RDMA attempt: the user's connect() (rs_connect_start() reset everything of an earlier one),
- * or the retry after a busy listener's backoff (which keeps its count).
- */
-int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
+int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, int *reason)
 {
 	struct sockaddr_storage src;
 	struct rdma_cm_id *id;
@@ -266,23 +180,19 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
 	int err;
 
 	sock_owned_by_me(&rs->sk);
-	id = rs->cm_id;
-	if (rs_no_rdma_path(addr)) {
-		if (rs->no_fallback)
-			return -ENETUNREACH;
-		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_NO_DEVICE);
-	}
-
+	*reason = RDMASOCK_REASON_NO_DEVICE;
+	if (rs_no_rdma_path(addr))
+		return -ENETUNREACH;
 	/*
 	 * bind() gave the socket an id bound to its address and port already: connect from it.
 	 * Creating another would leave that one behind, pointing at this socket once it is freed.
 	 */
+	id = rs->cm_id;
 	if (!id) {
 		id = rdma_create_id(sock_net(&rs->sk), rs_cm_handler, rs, RDMA_PS_TCP, IB_QPT_RC);
 		if (IS_ERR(id)) {
-			if (rs->no_fallback)
-				return PTR_ERR(id);
-			return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_RESOURCE);
+			*reason = RDMASOCK_REASON_RESOURCE;
+			return PTR_ERR(id);
 		}
 		bound = rs->tcp && inet_sk(rs->tcp->sk)->inet_num &&
 			kernel_getsockname(rs->tcp, (struct sockaddr *)&src) >= 0;
@@ -303,111 +213,12 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len)
 		rs->sk.sk_state = TCP_CLOSE;
 		rs->cm_id = NULL;
 		rdma_destroy_id(id);
-		if (rs->no_fallback)
-			return err;
-		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_NO_DEVICE);
+		return err;
 	}
 	/* The timer bounds the whole set-up: a peer without RDMA makes rdma_cm retry for ~90 s. */
 	rs->connect_deadline = jiffies + msecs_to_jiffies(rs_connect_timeout_ms);
 	rs_connect_work_arm(rs, msecs_to_jiffies(rs_connect_timeout_ms));
 	return 0;
-}
-
-/* The set-up timer fired before rdma_cm said anything final. */
-static void rs_connect_done_timeout(struct rs_sock *rs)
-{
-	spin_lock_bh(&rs->lock);
-	if (!test_and_set_bit(RS_F_CM_DONE, &rs->flags)) {
-		rs->cm_result = -ETIMEDOUT;
-		rs->reason = RDMASOCK_REASON_TIMEOUT;
-	}
-	spin_unlock_bh(&rs->lock);
-}
-
-/* The backoff after a busy listener is over: a fresh attempt, with a fresh id. */
-static void rs_connect_retry(struct rs_sock *rs)
-{
-	struct sock *sk = &rs->sk;
-	int err;
-
-	err = rs_cm_connect(rs, (struct sockaddr *)&rs->peer_addr, rs->peer_addr_len);
-	if (!err)
-		return;
-	WRITE_ONCE(sk->sk_err, -err);
-	sk->sk_state = TCP_CLOSE;
-	sk_error_report(sk);
-}
-
-/* Runs under lock_sock: turn the CM outcome into the socket's state, or fall back to TCP. */
-void rs_connect_work(struct work_struct *work)
-{
-	struct rs_sock *rs = container_of(to_delayed_work(work), struct rs_sock, connect_work);
-	struct sock *sk = &rs->sk;
-	int err, reason;
-
-	lock_sock(sk);
-	/* The bound id of a socket that has done nothing since its device went away. */
-	if (test_bit(RS_F_DEV_GONE, &rs->flags) && sk->sk_state == TCP_CLOSE && !rs->qp &&
-	    !rs->parent) {
-		struct rdma_cm_id *id = xchg(&rs->cm_id, NULL);
-
-		clear_bit(RS_F_DEV_GONE, &rs->flags);
-		if (id)
-			rdma_destroy_id(id);
-		goto out;
-	}
-	if (rs->parent) {
-		/* A child whose client never sent the RTU (rs_cm_request armed this). */
-		if (sk->sk_state == TCP_SYN_RECV)
-			rs_abort(rs, -ETIMEDOUT);
-		goto out;
-	}
-	/* Closed meanwhile (close() tears the attempt down), or decided already. */
-	if (sock_flag(sk, SOCK_DEAD) || sk->sk_state != TCP_SYN_SENT ||
-	    rs->mode != RDMASOCK_MODE_NONE)
-		goto out;
-	if (rs->busy_tries && !rs->cm_id) {
-		rs_connect_retry(rs);
-		goto out;
-	}
-	/* A run armed for an earlier attempt (it waited for lock_sock): this one's is queued. */
-	if (!test_bit(RS_F_CM_DONE, &rs->flags) && time_before(jiffies, rs->connect_deadline))
-		goto out;
-	rs_connect_done_timeout(rs);
-	err = rs->cm_result;
-	reason = rs->reason;
-	if (err && reason == RDMASOCK_REASON_PEER_BUSY && rs->busy_tries < RS_BUSY_TRIES) {
-		/* As a SYN the full backlog dropped: wait, then try RDMA again. */
-		rs_teardown_rdma(rs, false);
-		rs_connect_work_arm(rs, msecs_to_jiffies(RS_BUSY_BACKOFF_MS <<
-							 min(rs->busy_tries, 4U)));
-		rs->busy_tries++;
-		goto out;
-	}
-	if (!err) {
-		rs->mode = RDMASOCK_MODE_RDMA;
-		sk->sk_state = TCP_ESTABLISHED;
-		rs_count(sock_net(sk), RS_CNT_CONN_RDMA);
-		trace_rdmasock_established(rs);
-		rs_keepalive_update(rs);
-		rs_wake(sk, EPOLLOUT | EPOLLWRNORM);
-		goto out;
-	}
-	rs_teardown_rdma(rs, false);
-	if (reason == RDMASOCK_REASON_TIMEOUT || reason == RDMASOCK_REASON_PEER_REJECT)
-		rs_neg_cache_add(sock_net(sk), (struct sockaddr *)&rs->peer_addr);
-	if (!rs->no_fallback) {
-		err = rs_tcp_connect_start(rs, (struct sockaddr *)&rs->peer_addr,
-					   rs->peer_addr_len, reason);
-		if (!err)
-			goto out;
-	}
-	WRITE_ONCE(sk->sk_err, -err);
-	sk->sk_state = TCP_CLOSE;
-	sk_error_report(sk);
-out:
-	release_sock(sk);
-	sock_put(sk);
 }
 
 /* ---- passive side ---- */
@@ -759,28 +570,10 @@ static struct rs_sock *rs_child_alloc(struct rs_sock *listener, struct rdma_cm_i
 {
 	struct rs_sock *child;
 
-	child = rs_alloc_sock(sock_net(&listener->sk), NULL, 0);
+	/* The socket layer's: a socket with the listener's options (rs_new_child()). */
+	child = listener->new_child(listener);
 	if (!child)
 		return NULL;
-	/* As a TCP child: the listener's socket options, TCP's and its own. */
-	rs_sol_inherit(child, listener);
-	child->nodelay = READ_ONCE(listener->nodelay);
-	child->cork = READ_ONCE(listener->cork);
-	child->user_timeout = READ_ONCE(listener->user_timeout);
-	child->no_fallback = listener->no_fallback;
-	child->ka_time = READ_ONCE(listener->ka_time);
-	child->ka_intvl = READ_ONCE(listener->ka_intvl);
-	child->ka_probes = READ_ONCE(listener->ka_probes);
-#ifdef CONFIG_MEMCG
-	/*
-	 * Its rings are charged to the listener's cgroup, not to the CM's worker (nobody), from the
-	 * CONNECT_REQUEST on: before accept() there is no other task to charge.
-	 */
-	if (!child->sk.sk_memcg && listener->sk.sk_memcg) {
-		css_get(&listener->sk.sk_memcg->css);
-		child->sk.sk_memcg = listener->sk.sk_memcg;
-	}
-#endif
 	sock_hold(&listener->sk);
 	child->parent = listener;
 	child->cm_id = id;
@@ -945,30 +738,6 @@ static void rs_cm_child_established(struct rs_sock *child)
 	}
 }
 
-/*
- * rs_abort() of a child still waiting for the client's RTU (the client gave up or vanished, its QP
- * failed, it broke the protocol): it leaves the listener's queue, freeing its backlog slot, as a
- * TCP request socket that timed out.  An established child stays queued, as TCP's: accept()
- * returns it and reads show the reset.  True when it was unlinked: the caller then owns the
- * queue's reference.  RS_F_PENDING says the child is on pending_q; it changes only under the
- * listener's lock.  rs_abort() sets RS_F_ABORTED before it calls this, and rs_cm_request() links
- * a child only if RS_F_ABORTED is clear, under that lock: one of the two sees the other.
- */
-bool rs_cm_child_unqueue(struct rs_sock *child)
-{
-	struct rs_sock *listener = child->parent;
-	bool unlinked = false;
-
-	spin_lock_bh(&listener->lock);
-	if (test_and_clear_bit(RS_F_PENDING, &child->flags)) {
-		list_del_init(&child->accept_node);
-		listener->queued--;
-		unlinked = true;
-	}
-	spin_unlock_bh(&listener->lock);
-	return unlinked;
-}
-
 /* A CM event other than ESTABLISHED for a child still waiting for the RTU: it failed. */
 static bool rs_cm_child_failed(struct rs_sock *child)
 {
@@ -995,7 +764,7 @@ struct rs_sock *rs_cm_accept_ready(struct rs_sock *listener)
 /*
  * Stop listening: no new CM requests, and every child not yet accepted is reset.  The children
  * leave the queues one at a time under the listener's lock, the lock a failing child's
- * rs_cm_child_unqueue() takes: each is unlinked (and its reference dropped) exactly once.
+ * rs_child_unqueue() takes: each is unlinked (and its reference dropped) exactly once.
  * rdma_destroy_id() has waited out any CONNECT_REQUEST handler, so nothing is added meanwhile.
  */
 void rs_cm_listener_close(struct rs_sock *rs)

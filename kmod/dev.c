@@ -7,10 +7,15 @@
  * ib_core removes clients in reverse registration order, so our remove() runs before rdma_cm's:
  * by the time rdma_cm sends DEVICE_REMOVAL, our connections have destroyed their cm_ids already.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/list.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include "rdmasock.h"
+#include "core.h"
+#include "dev.h"
+#include "stats.h"
 
 static LIST_HEAD(rs_dev_socks);
 /* A spinlock, not a mutex: remove() tests the list inside a wait_event() condition. */
@@ -99,7 +104,7 @@ static void rs_dev_remove(struct ib_device *ibdev, void *client_data)
 		rs_count_dev_removal(NULL, removals);
 	spin_unlock_bh(&rs_dev_lock);
 	if (n) {
-		pr_info("rdmasock: %s going away: resetting %u connection(s)\n",
+		pr_info("%s going away: resetting %u connection(s)\n",
 			dev_name(&ibdev->dev), n);
 	}
 	/* Each aborted socket's teardown work detaches it; wait for all of them. */

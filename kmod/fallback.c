@@ -10,6 +10,8 @@
  * The negative cache remembers destinations that answered without rdmasock (or not at all), so
  * the next connect goes straight to TCP.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/jiffies.h>
 #include <linux/slab.h>
 #include <linux/in.h>
@@ -17,6 +19,9 @@
 #include <linux/tcp.h>
 #include <net/tcp.h>
 #include "rdmasock.h"
+#include "core.h"
+#include "fallback.h"
+#include "stats.h"
 #include "trace.h"
 
 static unsigned int rs_neg_cache_ttl_ms = 10000;
@@ -624,3 +629,82 @@ void rs_neg_cache_exit(void)
 {
 	memset(rs_neg_cache, 0, sizeof(rs_neg_cache));
 }
+
+/* ---- the TCP carrier: every call goes to the TCP socket, as it is (struct rs_carrier) ---- */
+
+/*
+ * Mode TCP is final (rs_is_tcp()): rs->tcp stays until release(), so these run without lock_sock
+ * (but for sendmsg's wait, below), and a fallen-back socket costs what TCP costs.  What the user
+ * set on our socket since the last call goes first (rs_tcp_sync()).
+ */
+static int rs_tcp_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
+{
+	/*
+	 * A fallback publishes mode TCP before it issues TCP's connect, under lock_sock: wait that
+	 * out, so a send never finds the TCP socket not yet connecting (EPIPE, SIGPIPE).
+	 */
+	lock_sock(&rs->sk);
+	release_sock(&rs->sk);
+	rs_tcp_sync(rs);
+	return rs->tcp->ops->sendmsg(rs->tcp, msg, len);
+}
+
+static int rs_tcp_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flags)
+{
+	rs_tcp_sync(rs);
+	return rs->tcp->ops->recvmsg(rs->tcp, msg, len, flags);
+}
+
+static __poll_t rs_tcp_poll(struct rs_sock *rs, struct file *file)
+{
+	/* (The waiter sits on our socket's queue: our callbacks forward TCP's wakeups.) */
+	return rs->tcp->ops->poll(file, rs->tcp, NULL);
+}
+
+static int rs_tcp_ioctl(struct rs_sock *rs, unsigned int cmd, unsigned long arg)
+{
+	return rs->tcp->ops->ioctl(rs->tcp, cmd, arg);
+}
+
+static int rs_tcp_shutdown(struct rs_sock *rs, int how)
+{
+	return kernel_sock_shutdown(rs->tcp, how - 1);	/* @how: RCV_SHUTDOWN|SEND_SHUTDOWN */
+}
+
+/*
+ * The TCP socket's addresses; also a socket's with no carrier yet, whose port the TCP socket
+ * holds (lock_sock held: rs->tcp may be replaced only under it).
+ */
+static int rs_tcp_getname(struct rs_sock *rs, struct sockaddr *addr, int peer)
+{
+	sock_owned_by_me(&rs->sk);
+	if (rs->tcp)
+		return rs->tcp->ops->getname(rs->tcp, addr, peer);
+	if (peer)
+		return -ENOTCONN;
+	/* Unbound, family still unknown: report what an unbound AF_INET socket reports. */
+	memset(addr, 0, sizeof(struct sockaddr_in));
+	addr->sa_family = AF_INET;
+	return sizeof(struct sockaddr_in);
+}
+
+/* TCP_INFO, lock_sock held (as every option: the TCP socket keeps the values). */
+static int rs_tcp_info(struct rs_sock *rs, char __user *optval, int __user *optlen)
+{
+	int err;
+
+	sock_owned_by_me(&rs->sk);
+	err = rs_tcp_ensure(rs, AF_INET6);
+	return err ? err : rs->tcp->ops->getsockopt(rs->tcp, SOL_TCP, TCP_INFO, optval, optlen);
+}
+
+const struct rs_carrier rs_tcp_carrier = {
+	.name = "tcp",
+	.sendmsg = rs_tcp_sendmsg,
+	.recvmsg = rs_tcp_recvmsg,
+	.poll = rs_tcp_poll,
+	.ioctl = rs_tcp_ioctl,
+	.shutdown = rs_tcp_shutdown,
+	.getname = rs_tcp_getname,
+	.tcp_info = rs_tcp_info,
+};

@@ -31,9 +31,15 @@
  * us pin more than our own SO_SNDBUF.  Two bases: tx_base is the stream position of the peer
  * ring's offset 0, tx_lbase that of the staging ring's; a WRITE ends where either ring wraps.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/module.h>
 #include <linux/slab.h>
 #include "rdmasock.h"
+#include "core.h"
+#include "grow.h"
+#include "ring.h"
+#include "wr.h"
 
 static bool rs_grow = true;
 module_param_named(grow_rings, rs_grow, bool, 0644);
@@ -126,7 +132,7 @@ static int rs_post_resize(struct rs_sock *rs, struct rs_ring *next)
 	sge.length = sizeof(*msg);
 	sge.lkey = next->mr->lkey;
 	wr.opcode = IB_WR_SEND_WITH_IMM;
-	wr.ex.imm_data = cpu_to_be32(RS_IMM_CTRL << RS_IMM_TYPE_SHIFT | RS_CTRL_RESIZE);
+	wr.ex.imm_data = cpu_to_be32(rs_imm(RS_IMM_CTRL, RS_CTRL_RESIZE));
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	rs_ring_reg_wr(next, &reg, IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE);
@@ -162,6 +168,7 @@ static void rs_rx_grow(struct rs_sock *rs)
 	struct rs_ring next;
 	int err;
 
+	sock_owned_by_me(&rs->sk);
 	if (!rs_rx_wants_grow(rs, rs_rx_avail(rs)))
 		return;
 	if (rs_ring_alloc(&next, rs->pd, rs_ring_target(rs, rs->pd->device), &rs->sk))
@@ -240,6 +247,7 @@ void rs_rx_switch_done(struct rs_sock *rs)
 {
 	struct rs_ring old;
 
+	sock_owned_by_me(&rs->sk);
 	spin_lock_bh(&rs->lock);
 	if (!test_bit(RS_F_RX_SWITCHED, &rs->flags) || rs->rx_cons < rs->rx_switch ||
 	    test_bit(RS_F_ABORTED, &rs->flags)) {
@@ -277,7 +285,7 @@ int rs_rx_resize(struct rs_sock *rs, u32 byte_len)
 	spin_lock(&rs->lock);
 	/* Only ever larger: the bytes staged for the old ring must fit in the new one. */
 	if (test_bit(RS_F_TX_RESIZE, &rs->flags) || !rs->tx.mr || size <= rs->peer_ring_size ||
-	    size > RS_RING_MAX || size % 4096 || size % PAGE_SIZE) {
+	    !rs_ring_size_ok(size) || size % PAGE_SIZE) {
 		err = -EPROTO;
 	} else {
 		rs->peer_next_addr = be64_to_cpu(r.ring_addr);
@@ -333,6 +341,7 @@ static void rs_tx_switched_remote(struct rs_sock *rs)
  */
 static void rs_tx_switched(struct rs_sock *rs)
 {
+	lockdep_assert_held(&rs->lock);
 	rs_tx_move_staged(rs, &rs->tx_next);
 	rs->tx_old = rs->tx;
 	rs->tx_old_seq = rs->sq_posted - 1;
@@ -378,6 +387,7 @@ void rs_tx_switch(struct rs_sock *rs)
 	u32 size;
 	int err;
 
+	sock_owned_by_me(&rs->sk);
 	/* The common case, nothing to do, takes no lock (a missed hint waits for the next call). */
 	if (!READ_ONCE(rs->tx_old.mr) && !test_bit(RS_F_TX_RESIZE, &rs->flags))
 		return;
@@ -406,7 +416,7 @@ void rs_tx_switch(struct rs_sock *rs)
 	rs_ring_reg_wr(&ring, &reg, IB_ACCESS_LOCAL_WRITE);
 	sw.opcode = IB_WR_SEND_WITH_IMM;
 	sw.send_flags = IB_SEND_SIGNALED;	/* its completion frees the old staging ring */
-	sw.ex.imm_data = cpu_to_be32(RS_IMM_CTRL << RS_IMM_TYPE_SHIFT | RS_CTRL_SWITCH);
+	sw.ex.imm_data = cpu_to_be32(rs_imm(RS_IMM_CTRL, RS_CTRL_SWITCH));
 
 	spin_lock_bh(&rs->lock);
 	err = -EBUSY;

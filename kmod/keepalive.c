@@ -20,8 +20,14 @@
  * exist and not dying (checked under rs->lock, where teardown sets DYING), and teardown cancels
  * it synchronously before anything is freed.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <net/tcp.h>
 #include "rdmasock.h"
+#include "core.h"
+#include "keepalive.h"
+#include "stats.h"
+#include "wr.h"
 
 #define RS_PERSIST_TIME		HZ
 
@@ -138,14 +144,9 @@ void rs_keepalive_params(struct rs_sock *rs, const struct tcp_sock *tp)
 	WRITE_ONCE(rs->ka_probes, READ_ONCE(tp->keepalive_probes));
 }
 
-/* proto->keepalive: SO_KEEPALIVE, called under lock_sock before SOCK_KEEPOPEN changes. */
-void rs_keepalive_set(struct sock *sk, int on)
+/* SO_KEEPALIVE changed (SOCK_KEEPOPEN is set already): start or stop the probes. */
+void rs_keepalive_set(struct rs_sock *rs, bool on)
 {
-	struct rs_sock *rs = rs_sk(sk);
-
-	sock_valbool_flag(sk, SOCK_KEEPOPEN, on);
-	if (rs->tcp)
-		rs_tcp_set_keepalive(rs->tcp->sk, on);
 	if (on)
 		rs_keepalive_update(rs);
 	else

@@ -9,6 +9,8 @@
  * module-wide budget no larger than TCP's own hard limit (tcp_mem[2], in pages): a ring that would
  * exceed it is not allocated, and the connection falls back to TCP or stays at the size it has.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -17,6 +19,7 @@
 #include <linux/sched/mm.h>
 #include <net/tcp.h>
 #include "rdmasock.h"
+#include "ring.h"
 
 static atomic_long_t rs_pinned_pages = ATOMIC_LONG_INIT(0);
 
@@ -54,7 +57,7 @@ bool rs_ring_free(struct rs_ring *ring)
 		 * The HCA may still hold the registration and write there: these pages must never
 		 * return to the allocator.  Leak them (and say so) rather than hand them out.
 		 */
-		pr_warn_ratelimited("rdmasock: cannot deregister a ring MR: leaking its %u pages\n",
+		pr_warn_ratelimited("cannot deregister a ring MR: leaking its %u pages\n",
 				    ring->npages);
 		memset(ring, 0, sizeof(*ring));
 		return true;

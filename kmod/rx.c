@@ -9,34 +9,20 @@
  * that overflows the ring, a cursor that moves backwards or past what we sent, an unknown type or
  * opcode aborts the connection with EPROTO (counted), and never touches memory outside the ring.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/module.h>
 #include <linux/sched/clock.h>
 #include <linux/uio.h>
 #include <net/tcp_states.h>
 #include "rdmasock.h"
-
-static void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc);
-
-int rs_post_recvs(struct rs_sock *rs, u32 count)
-{
-	const struct ib_recv_wr *bad;
-	struct ib_recv_wr wr = {};
-	struct ib_sge sge;
-	int err = 0;
-
-	rs->recv_cqe.done = rs_recv_done;
-	sge.addr = rs->resize_dma;
-	sge.length = sizeof(*rs->resize_buf);
-	sge.lkey = rs->pd->local_dma_lkey;
-	wr.wr_cqe = &rs->recv_cqe;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	spin_lock_bh(&rs->lock);
-	while (count-- && !err && !test_bit(RS_F_DYING, &rs->flags))
-		err = ib_post_recv(rs->qp, &wr, &bad);
-	spin_unlock_bh(&rs->lock);
-	return err;
-}
+#include "core.h"
+#include "grow.h"
+#include "keepalive.h"
+#include "ring.h"
+#include "rx.h"
+#include "stats.h"
+#include "wr.h"
 
 static void rs_proto_error(struct rs_sock *rs, const char *what, u32 imm)
 {
@@ -44,7 +30,7 @@ static void rs_proto_error(struct rs_sock *rs, const char *what, u32 imm)
 	spin_lock(&rs->lock);
 	rs->proto_errors++;
 	spin_unlock(&rs->lock);
-	pr_info_ratelimited("rdmasock: peer QP %u broke the protocol (%s, imm %#x): connection reset\n",
+	pr_info_ratelimited("peer QP %u broke the protocol (%s, imm %#x): connection reset\n",
 			    rs->remote_qpn, what, imm);
 	rs_abort(rs, -EPROTO);
 }
@@ -52,6 +38,7 @@ static void rs_proto_error(struct rs_sock *rs, const char *what, u32 imm)
 /* Room the peer may still write into: in rx_next from the switch on (grow.c); rs->lock held. */
 static u32 rs_rx_room(struct rs_sock *rs)
 {
+	lockdep_assert_held(&rs->lock);
 	if (test_bit(RS_F_RX_SWITCHED, &rs->flags))
 		return rs->rx_next.size - (u32)(rs->rx_prod - max(rs->rx_cons, rs->rx_switch));
 	return rs->rx.size - (u32)(rs->rx_prod - rs->rx_cons);
@@ -210,7 +197,7 @@ static int rs_rx_ctrl(struct rs_sock *rs, u32 code)
 	}
 }
 
-static void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rs_sock *rs = cq->cq_context;
 	u32 imm, arg;
@@ -242,8 +229,8 @@ static void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		rs_proto_error(rs, "no immediate", 0);
 		return;
 	}
-	arg = imm & RS_IMM_ARG_MASK;
-	switch (imm >> RS_IMM_TYPE_SHIFT) {
+	arg = rs_imm_arg(imm);
+	switch (rs_imm_type(imm)) {
 	case RS_IMM_DATA:
 		err = wc->opcode == IB_WC_RECV_RDMA_WITH_IMM ? rs_rx_data(rs, arg) : -EPROTO;
 		break;
@@ -265,16 +252,6 @@ static void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		rs_proto_error(rs, "bad message", imm);
 	else
 		rs_comm_est(rs);	/* a child waiting for the RTU: this says as much */
-}
-
-u32 rs_rx_avail(struct rs_sock *rs)
-{
-	u32 avail;
-
-	spin_lock_bh(&rs->lock);
-	avail = test_bit(RS_F_ABORTED, &rs->flags) ? 0 : rs->rx_prod - rs->rx_cons;
-	spin_unlock_bh(&rs->lock);
-	return avail;
 }
 
 enum { RS_URG_AT_NONE, RS_URG_AT_INLINE, RS_URG_AT_SKIP };
@@ -525,6 +502,7 @@ static int rs_rx_wait(struct rs_sock *rs, long *timeo, u64 pos)
 /* The reader consumed up to @pos (lock_sock held): tell the peer, as it may. */
 static void rs_rx_consumed_to(struct rs_sock *rs, u64 pos, u64 *seen_cons)
 {
+	sock_owned_by_me(&rs->sk);
 	spin_lock_bh(&rs->lock);
 	/* An abort meanwhile discarded it all: rx_cons stays put. */
 	if (rs->rx_cons == *seen_cons)

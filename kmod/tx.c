@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rdmasock transmit side: the QP, posting work requests, and sendmsg.
+ * rdmasock transmit side: sendmsg, staging, cork and autocork, send completions.
  *
  * Data is copied into the staging ring at the same offset it will occupy in the peer's ring, then
  * one RDMA WRITE WITH IMMEDIATE moves it and tells the peer how many bytes arrived.  The peer's
@@ -8,7 +8,8 @@
  * bytes are no longer needed once the peer has seen them (a duplicate WRITE after a lost ACK is
  * acknowledged by the responder, never executed again).
  *
- * Only every RS_SIGNAL_EVERY-th WR is signaled: its completion retires it and all WRs before it.
+ * Only every RS_SIGNAL_EVERY-th WR is signaled (wr.c): its completion retires it and all WRs
+ * before it.
  *
  * Autocork (TCP's tcp_autocorking): a WRITE posted while none is in flight is signaled and becomes
  * the marker; small writes that come before its completion stay staged and leave together when it
@@ -16,155 +17,26 @@
  * marker in flight and goes at once, and a write that follows a read (request/response) is no
  * marker, so a ping-pong pays no extra completion.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/slab.h>
 #include <linux/uio.h>
 #include <net/tcp_states.h>
 #include "rdmasock.h"
-
-#define RS_SQ_DEPTH		128
-#define RS_RQ_DEPTH		128
-#define RS_SIGNAL_EVERY		16
-#define RS_SQ_CTRL_RESERVE	4	/* SQ slots data may never take: CONSUMED, FIN, RESET */
-#define RS_MAX_INLINE		256
+#include "core.h"
+#include "grow.h"
+#include "keepalive.h"
+#include "ring.h"
+#include "rx.h"
+#include "stats.h"
+#include "tx.h"
+#include "wr.h"
 
 static bool rs_autocork = true;
 module_param_named(autocork, rs_autocork, bool, 0644);
 MODULE_PARM_DESC(autocork, "hold small writes while an earlier one is in flight (as tcp_autocorking)");
 
-static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc);
-static int rs_fence_fire(struct rs_sock *rs);
 static void rs_tx_want_consumed(struct rs_sock *rs);
-
-/* The fatal QP event, in process context: rs_abort() takes BH spinlocks. */
-static void rs_qp_err_work(struct work_struct *work)
-{
-	struct rs_sock *rs = container_of(work, struct rs_sock, qp_err_work);
-
-	if (test_bit(RS_F_RDMA_UP, &rs->flags) && !test_bit(RS_F_DYING, &rs->flags))
-		rs_abort(rs, -ECONNRESET);
-	sock_put(&rs->sk);
-}
-
-/*
- * Providers call this in any context, hard IRQ included (mlx4; mlx5 on some kernels): only count
- * and queue the work, as net/smc and xprtrdma do.  The QP exists, so the socket does: the
- * reference is safe to take, and dropping the spare one is never the last put.
- */
-static void rs_qp_event(struct ib_event *ev, void *ctx)
-{
-	struct rs_sock *rs = ctx;
-
-	if (ev->event == IB_EVENT_COMM_EST) {
-		rs_comm_est(rs);
-		return;
-	}
-	if (ev->event == IB_EVENT_QP_FATAL || ev->event == IB_EVENT_QP_ACCESS_ERR ||
-	    ev->event == IB_EVENT_QP_REQ_ERR) {
-		rs_count(sock_net(&rs->sk), RS_CNT_QP_FATAL);
-		sock_hold(&rs->sk);
-		if (!queue_work(rs_wq, &rs->qp_err_work))
-			sock_put(&rs->sk);
-	}
-}
-
-/*
- * The client's first message reached a child still waiting for its RTU (IB_EVENT_COMM_EST from the
- * HCA, or our receive handler, as rxe raises none): the client has our REP, so the connection is
- * up; the CM takes this as the RTU (a lost or late one), ESTABLISHED follows.  From any context,
- * but rdma_notify() runs in comm_est_work: the CM takes its lock with one it also takes with
- * softirqs enabled (lockdep: an irq lock inversion from our irq_poll).
- */
-void rs_comm_est(struct rs_sock *rs)
-{
-	smp_mb();	/* the message's mark (RS_F_PEER_READY) before the state: rs_cm_request() */
-	if (!rs->parent || READ_ONCE(rs->sk.sk_state) != TCP_SYN_RECV ||
-	    test_bit(RS_F_DYING, &rs->flags) || test_and_set_bit(RS_F_COMM_EST, &rs->flags))
-		return;
-	sock_hold(&rs->sk);
-	if (!queue_work(rs_wq, &rs->comm_est_work))
-		sock_put(&rs->sk);
-}
-
-/* Teardown cancels it (synchronously) before the id goes: the id is there while it runs. */
-void rs_comm_est_work(struct work_struct *work)
-{
-	struct rs_sock *rs = container_of(work, struct rs_sock, comm_est_work);
-	struct rdma_cm_id *id = READ_ONCE(rs->cm_id);
-	int err;
-
-	if (id && READ_ONCE(rs->sk.sk_state) == TCP_SYN_RECV &&
-	    !test_bit(RS_F_DYING, &rs->flags)) {
-		err = rdma_notify(id, IB_EVENT_COMM_EST);
-		if (err && err != -EISCONN)
-			clear_bit(RS_F_COMM_EST, &rs->flags);	/* the next message retries */
-	}
-	sock_put(&rs->sk);
-}
-
-static int rs_qp_alloc(struct rs_sock *rs, struct rdma_cm_id *id, u32 inline_size)
-{
-	struct ib_qp_init_attr attr = {};
-	int err;
-
-	attr.event_handler = rs_qp_event;
-	attr.qp_context = rs;
-	attr.send_cq = rs->cq;
-	attr.recv_cq = rs->cq;
-	attr.qp_type = IB_QPT_RC;
-	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
-	/* +1 on each queue for ib_drain_qp()'s marker WR. */
-	attr.cap.max_send_wr = rs->sq_depth + 1;
-	attr.cap.max_recv_wr = rs->rq_depth + 1;
-	attr.cap.max_send_sge = 1;
-	attr.cap.max_recv_sge = 1;
-	attr.cap.max_inline_data = inline_size;
-	err = rdma_create_qp(id, rs->pd, &attr);
-	if (err)
-		return err;
-	rs->qp = id->qp;
-	WRITE_ONCE(rs->local_qpn, id->qp->qp_num);
-	rs->max_inline = attr.cap.max_inline_data;
-	return 0;
-}
-
-int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id)
-{
-	unsigned int i;
-	int err;
-
-	rs->sq_depth = RS_SQ_DEPTH;
-	rs->rq_depth = RS_RQ_DEPTH;
-	rs->txc = kcalloc(rs->sq_depth, sizeof(*rs->txc), GFP_KERNEL);
-	if (!rs->txc)
-		return -ENOMEM;
-	for (i = 0; i < rs->sq_depth; i++)
-		rs->txc[i].cqe.done = rs_send_done;
-	/* Room for every WR of both queues and the drain markers: a full CQ stalls drain. */
-	err = rs_cq_create(rs, id->device, rs->sq_depth + rs->rq_depth + 4);
-	if (err)
-		return err;
-	/* Not every device does inline sends of this size: retry without. */
-	err = rs_qp_alloc(rs, id, RS_MAX_INLINE);
-	if (err)
-		err = rs_qp_alloc(rs, id, 0);
-	return err;
-}
-
-void rs_qp_destroy(struct rs_sock *rs)
-{
-	if (rs->qp) {
-		ib_drain_qp(rs->qp);
-		if (rs->cm_id && rs->cm_id->qp == rs->qp)
-			rdma_destroy_qp(rs->cm_id);
-		else
-			ib_destroy_qp(rs->qp);
-		rs->qp = NULL;
-		WRITE_ONCE(rs->local_qpn, 0);
-	}
-	rs_cq_destroy(rs);
-	kfree(rs->txc);
-	rs->txc = NULL;
-}
 
 /* A peer that stopped acknowledging timed out (as TCP retransmits would); the rest is a reset. */
 static int rs_wc_errno(enum ib_wc_status status)
@@ -172,7 +44,7 @@ static int rs_wc_errno(enum ib_wc_status status)
 	return status == IB_WC_RETRY_EXC_ERR ? -ETIMEDOUT : -ECONNRESET;
 }
 
-static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
+void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rs_txctx *ctx = container_of(wc->wr_cqe, struct rs_txctx, cqe);
 	struct rs_sock *rs = cq->cq_context;
@@ -185,7 +57,7 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 			return;
 		}
 		rs_count_wc_error(sock_net(&rs->sk), wc->status);
-		pr_debug("rdmasock: send completion %s\n", ib_wc_status_msg(wc->status));
+		pr_debug("send completion %s\n", ib_wc_status_msg(wc->status));
 		/* The QP is in error: nothing more will complete, writes fail from now on. */
 		set_bit(RS_F_DISCONNECTED, &rs->flags);
 		if (!test_bit(RS_F_PEER_FIN, &rs->flags)) {
@@ -231,172 +103,6 @@ static void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /*
- * A control message could not be posted (@err): the next send completion posts it (@due, tested
- * in rs_send_done()).  A full send queue is counted (ctrl_deferred_sq_full), once a time.
- */
-void rs_ctrl_defer(struct rs_sock *rs, enum rs_flag due, int err)
-{
-	lockdep_assert_held(&rs->lock);
-	if (!test_and_set_bit(due, &rs->flags) && err == -ENOBUFS)
-		rs_count(sock_net(&rs->sk), RS_CNT_CTRL_DEFERRED);
-}
-
-/*
- * Post one WR, rs->lock held: ib_drain_qp() must never race a post.  A data WR moves tx_prod by
- * @bytes under the same lock, before the post: the peer's CONSUMED for these bytes can complete on
- * another CPU before ib_post_send() even returns, and must find them counted.
- */
-static int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl, u32 bytes)
-{
-	const struct ib_send_wr *bad;
-	struct rs_txctx *ctx;
-	u32 limit = rs->sq_depth - (ctrl ? 0 : RS_SQ_CTRL_RESERVE);
-	int err;
-
-	lockdep_assert_held(&rs->lock);
-	if (test_bit(RS_F_DYING, &rs->flags) || !rs->qp)
-		return -EPIPE;
-	if (test_bit(RS_F_SQ_FENCE, &rs->flags)) {
-		/* Data waits; control messages go, signaled, so their completion ends the fence. */
-		if (!ctrl)
-			return -ENOBUFS;
-		signal = true;
-	}
-	if (rs->sq_posted - rs->sq_done >= limit)
-		return -ENOBUFS;
-	ctx = &rs->txc[rs->sq_posted % rs->sq_depth];
-	ctx->seq = rs->sq_posted;
-	if (signal || ctx->seq % RS_SIGNAL_EVERY == RS_SIGNAL_EVERY - 1)
-		wr->send_flags |= IB_SEND_SIGNALED;
-	wr->wr_cqe = &ctx->cqe;
-	wr->next = NULL;
-	rs->tx_prod += bytes;
-	err = ib_post_send(rs->qp, wr, &bad);
-	if (err) {
-		rs->tx_prod -= bytes;
-		return err;
-	}
-	rs->sq_posted++;
-	rs->bytes_sent += bytes;
-	rs_count(sock_net(&rs->sk), RS_CNT_WR_POSTED);
-	if (bytes)
-		rs_count_add(sock_net(&rs->sk), RS_CNT_BYTES_SENT, bytes);
-	return 0;
-}
-
-/* The send queue is empty: post the fenced REG_MR and its message; rs->lock held. */
-static int rs_fence_fire(struct rs_sock *rs)
-{
-	int err;
-
-	clear_bit(RS_F_SQ_FENCE, &rs->flags);
-	err = __rs_post(rs, &rs->fence_reg.wr, false, true, 0);
-	if (!err)
-		err = __rs_post(rs, &rs->fence_msg, rs->fence_msg.send_flags & IB_SEND_SIGNALED,
-				true, 0);
-	if (!err && rs->fence_posted)
-		rs->fence_posted(rs);
-	return err;
-}
-
-/*
- * Post a REG_MR (and the message that tells the peer about it) once every WR posted before it has
- * completed; rs->lock held.  rxe rewinds its send queue to the oldest unacknowledged WR when it
- * retransmits and runs a REG_MR it meets there again, which fails (the MR is no longer free) and
- * kills the QP.  So data
- * stops, a signaled KEEPALIVE covers the unsignaled WRs in flight, control messages posted
- * meanwhile are signaled, and the completion that empties the queue posts the pair and calls
- * @posted, still under rs->lock.  Set-up needs none of this: its REG_MRs come first.
- * -EBUSY when another fence is pending, -ENOBUFS when the queue is full: try again later.
- */
-int rs_post_fenced(struct rs_sock *rs, const struct ib_reg_wr *reg, const struct ib_send_wr *msg,
-		   void (*posted)(struct rs_sock *rs))
-{
-	int err;
-
-	lockdep_assert_held(&rs->lock);
-	if (test_bit(RS_F_SQ_FENCE, &rs->flags))
-		return -EBUSY;
-	rs->fence_reg = *reg;
-	rs->fence_msg = *msg;
-	if (msg->num_sge) {
-		rs->fence_sge = *msg->sg_list;
-		rs->fence_msg.sg_list = &rs->fence_sge;
-	}
-	rs->fence_posted = posted;
-	set_bit(RS_F_SQ_FENCE, &rs->flags);
-	if (rs->sq_posted == rs->sq_done)
-		return rs_fence_fire(rs);
-	err = __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_KEEPALIVE, true);
-	if (err)
-		clear_bit(RS_F_SQ_FENCE, &rs->flags);
-	return err;
-}
-
-static int rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl, u32 bytes)
-{
-	int err;
-
-	spin_lock_bh(&rs->lock);
-	err = __rs_post(rs, wr, signal, ctrl, bytes);
-	spin_unlock_bh(&rs->lock);
-	return err;
-}
-
-/* A control message: SEND WITH IMMEDIATE and no payload; rs->lock held. */
-int __rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled)
-{
-	struct ib_send_wr wr = {};
-
-	wr.opcode = IB_WR_SEND_WITH_IMM;
-	wr.ex.imm_data = cpu_to_be32(type << RS_IMM_TYPE_SHIFT | (arg & RS_IMM_ARG_MASK));
-	return __rs_post(rs, &wr, signaled, true, 0);
-}
-
-int rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled)
-{
-	int err;
-
-	spin_lock_bh(&rs->lock);
-	err = __rs_send_ctrl(rs, type, arg, signaled);
-	spin_unlock_bh(&rs->lock);
-	return err;
-}
-
-/*
- * Register a ring on this QP at set-up (REG_MR WRs execute in order before anything posted later;
- * nothing that goes on the wire precedes them, so no retransmit can replay them: tx.c).  Only the
- * receive ring (@remote) may be written by the peer.
- */
-int rs_post_reg_ring(struct rs_sock *rs, struct rs_ring *ring, bool remote)
-{
-	struct ib_reg_wr reg;
-
-	rs_ring_reg_wr(ring, &reg, IB_ACCESS_LOCAL_WRITE | (remote ? IB_ACCESS_REMOTE_WRITE : 0));
-	return rs_post(rs, &reg.wr, false, true, 0);
-}
-
-/*
- * Tell the peer it may write into our ring.  Sent only once the peer's QP can receive: by the
- * client at ESTABLISHED (the server's QP is RTS since it accepted), by the server at its
- * ESTABLISHED (the RTU proves the client's QP is ready; a SEND before that is dropped and waits
- * for a retransmit).
- */
-int rs_post_ready(struct rs_sock *rs)
-{
-	int err;
-
-	/* Before the post: the peer's first WRITE may complete here before it returns. */
-	spin_lock_bh(&rs->lock);
-	set_bit(RS_F_READY_SENT, &rs->flags);
-	err = __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_READY, false);
-	if (err)
-		clear_bit(RS_F_READY_SENT, &rs->flags);
-	spin_unlock_bh(&rs->lock);
-	return err;
-}
-
-/*
  * One RDMA WRITE WITH IMMEDIATE of @len staged bytes from staging offset @off to the peer's ring
  * at @roff, rs->lock held.
  */
@@ -412,7 +118,7 @@ static int rs_post_write(struct rs_sock *rs, u32 off, u32 roff, u32 len)
 	sge.length = len;
 	sge.lkey = rs->tx.mr->lkey;
 	wr.wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
-	wr.wr.ex.imm_data = cpu_to_be32(RS_IMM_DATA << RS_IMM_TYPE_SHIFT | len);
+	wr.wr.ex.imm_data = cpu_to_be32(rs_imm(RS_IMM_DATA, len));
 	wr.wr.sg_list = &sge;
 	wr.wr.num_sge = 1;
 	wr.remote_addr = rs->peer_ring_addr + roff;
@@ -494,7 +200,6 @@ static void rs_push_work(struct work_struct *work)
 void rs_tx_init(struct rs_sock *rs)
 {
 	INIT_DELAYED_WORK(&rs->push_work, rs_push_work);
-	INIT_WORK(&rs->qp_err_work, rs_qp_err_work);
 }
 
 /* Teardown: RS_F_DYING is set, so rs_tx_push() can no longer re-arm push_work. */

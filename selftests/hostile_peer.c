@@ -60,17 +60,12 @@
 #include <unistd.h>
 #include <rdma/rdma_cma.h>
 #include <infiniband/verbs.h>
+#include "../kmod/proto.h"	/* the wire format, the module's own */
+
+_Static_assert(sizeof(struct rs_hello) == RS_HELLO_SIZE, "the hello is 32 bytes on the wire");
+_Static_assert(sizeof(struct rs_resize) == RS_RESIZE_SIZE, "RESIZE's payload is 16 bytes");
 
 #define RING	(64 << 10)
-
-struct hello {
-	uint32_t magic;
-	uint8_t version, flags;
-	uint16_t len;
-	uint64_t ring_addr;
-	uint32_t ring_rkey, ring_size;
-	uint32_t reserved[2];
-} __attribute__((packed));
 
 static struct rdma_event_channel *ch;
 static struct rdma_cm_id *id;
@@ -152,14 +147,14 @@ static int post(enum ibv_wr_opcode op, uint32_t imm, uint64_t raddr, uint32_t le
 /* @count RESIZE offers of our own ring, claiming @size bytes, in @len bytes of payload. */
 static void post_resize(uint32_t size, uint32_t len, int count)
 {
-	struct { uint64_t addr; uint32_t rkey, size; } r = {
+	struct rs_resize r = {
 		htobe64((uintptr_t)ring), htobe32(mr->rkey), htobe32(size)
 	};
 
 	memset(ring, 0, len);
 	memcpy(ring, &r, sizeof(r));
 	while (count--)
-		post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 6, 0, len);
+		post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, RS_CTRL_RESIZE), 0, len);
 }
 
 /* Poll completions for up to @ms; returns the first non-success status seen, or 0. */
@@ -176,8 +171,8 @@ static int drain_cq(int ms, int *recvs)
 			if (wc.opcode & IBV_WC_RECV) {
 				uint32_t imm = be32toh(wc.imm_data);
 
-				if (imm >> 30 == 1)
-					acked += (imm - (uint32_t)acked) & 0x3fffffff;
+				if (rs_imm_type(imm) == RS_IMM_CONSUMED)
+					acked += (imm - (uint32_t)acked) & RS_IMM_ARG_MASK;
 				(*recvs)++;
 				if (!no_repost)
 					post_recvs(1);
@@ -271,9 +266,9 @@ static int stall_recv(int seconds)
 			}
 			if (!(wc.opcode & IBV_WC_RECV))
 				continue;
-			if (imm >> 30 == 0)
+			if (rs_imm_type(imm) == RS_IMM_DATA)
 				bytes += imm;
-			else if (imm == (2u << 30 | 2))
+			else if (imm == rs_imm(RS_IMM_CTRL, RS_CTRL_FIN))
 				fin = 1;
 		}
 		if (!rdma_get_cm_event(ch, &ev)) {
@@ -289,11 +284,11 @@ static int stall_recv(int seconds)
 	return fin ? 0 : 1;
 }
 
-static void hello_valid(struct hello *h)
+static void hello_valid(struct rs_hello *h)
 {
 	memset(h, 0, sizeof(*h));
-	h->magic = htobe32(0x52534f4b);
-	h->version = 1;
+	h->magic = htobe32(RS_HELLO_MAGIC);
+	h->version = RS_PROTO_VERSION;
 	h->len = htobe16(sizeof(*h));
 	h->ring_addr = htobe64((uintptr_t)ring);
 	h->ring_rkey = htobe32(mr->rkey);
@@ -324,7 +319,8 @@ static int mutate(void)
 				if (post(IBV_WR_RDMA_WRITE_WITH_IMM, len, peer_addr + off, len))
 					goto out;
 				cursor += len;
-			} else if (post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 5, 0, 0) ||
+			} else if (post(IBV_WR_SEND_WITH_IMM,
+					rs_imm(RS_IMM_CTRL, RS_CTRL_WANT_CONSUMED), 0, 0) ||
 				   drain_cq(2, &recvs)) {	/* WANT_CONSUMED, then wait */
 				goto out;
 			}
@@ -332,13 +328,13 @@ static int mutate(void)
 		case 0: case 1: case 2: case 3:	/* DATA, mostly honest */
 			imm = mutate32(len);
 			op = mrnd(16) ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_SEND_WITH_IMM;
-			if (post(op, imm & 0x3fffffff, peer_addr + mutate32(off), len))
+			if (post(op, rs_imm_arg(imm), peer_addr + mutate32(off), len))
 				goto out;
 			if (imm == len && op == IBV_WR_RDMA_WRITE_WITH_IMM)
 				cursor += len;
 			break;
 		case 4:				/* CONSUMED: a cursor near nothing, or anything */
-			if (post(IBV_WR_SEND_WITH_IMM, 1u << 30 | (mutate32(0) & 0x3fffffff), 0,
+			if (post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CONSUMED, mutate32(0)), 0,
 				 mrnd(4) ? 0 : mrnd(32)))
 				goto out;
 			break;
@@ -350,12 +346,13 @@ static int mutate(void)
 				post_resize(mutate32(2 * RING), mrnd(4) ? 16 : mrnd(64), 1 + mrnd(3));
 				break;
 			}
-			if (post(IBV_WR_SEND_WITH_IMM, 2u << 30 | code, 0, mrnd(6) ? 0 : mrnd(32)))
+			if (post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, code), 0,
+				 mrnd(6) ? 0 : mrnd(32)))
 				goto out;
 			break;
 		}
 		case 7:				/* an unknown type */
-			if (post(IBV_WR_SEND_WITH_IMM, 3u << 30 | mrnd(1 << 30), 0, 0))
+			if (post(IBV_WR_SEND_WITH_IMM, rs_imm(3 /* no such type */, mrnd(1 << 30)), 0, 0))
 				goto out;
 			break;
 		default:			/* give the kernel time to answer */
@@ -380,7 +377,7 @@ static int serve(const char *addr, const char *port, const char *c)
 	struct rdma_cm_id *lid;
 	struct rdma_cm_event *ev;
 	struct addrinfo *ai;
-	struct hello h;
+	struct rs_hello h;
 
 	if (getaddrinfo(addr, port, NULL, &ai))
 		die("getaddrinfo");
@@ -400,7 +397,7 @@ static int serve(const char *addr, const char *port, const char *c)
 	ev = wait_event(RDMA_CM_EVENT_CONNECT_REQUEST);
 	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
 		return 3;
-	const struct hello *ph = ev->param.conn.private_data;
+	const struct rs_hello *ph = ev->param.conn.private_data;
 
 	id = ev->id;
 	peer_addr = be64toh(ph->ring_addr);
@@ -450,7 +447,7 @@ static int half_open(const char *addr, const char *port, int n)
 	struct rdma_conn_param param = { .retry_count = 6, .rnr_retry_count = 7 };
 	struct pollfd pfd[64];
 	struct addrinfo *ai;
-	struct hello h;
+	struct rs_hello h;
 	int answered = 0;
 
 	if (n < 1 || n > 64 || getaddrinfo(addr, port, NULL, &ai))
@@ -500,7 +497,7 @@ static int half_open(const char *addr, const char *port, int n)
 int main(int argc, char **argv)
 {
 	struct rdma_conn_param param = { .retry_count = 6, .rnr_retry_count = 7 };
-	struct hello h = { 0 };
+	struct rs_hello h = { 0 };
 	struct addrinfo *ai;
 	struct rdma_cm_event *ev;
 	const char *c;
@@ -549,7 +546,7 @@ int main(int argc, char **argv)
 	}
 	if (ev->event != RDMA_CM_EVENT_ESTABLISHED)
 		return 3;
-	const struct hello *ph = ev->param.conn.private_data;
+	const struct rs_hello *ph = ev->param.conn.private_data;
 
 	peer_addr = be64toh(ph->ring_addr);
 	peer_rkey = be32toh(ph->ring_rkey);
@@ -561,14 +558,14 @@ int main(int argc, char **argv)
 		if (c[0] == 'd')
 			post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
 		else
-			post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 77, 0, 0);
+			post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, 77), 0, 0);
 		int dropped = kernel_dropped_us(10000);
 
 		printf("%s: %s\n", c, dropped ? "connection reset by the kernel" : "NOT reset");
 		return dropped ? 0 : 1;
 	}
 	/* Our READY (we register nothing more: the MR is ready), then wait for the kernel's. */
-	post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 1, 0, 0);
+	post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, RS_CTRL_READY), 0, 0);
 	for (int i = 0; i < 2000 && !recvs; i++)
 		drain_cq(1, &recvs);
 	if (!recvs) {
@@ -583,7 +580,7 @@ int main(int argc, char **argv)
 		return mutate();
 	if (!strcmp(c, "fin_dead")) {	/* "hello", FIN, then a dead QP and no disconnect */
 		post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
-		post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 2, 0, 0);
+		post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, RS_CTRL_FIN), 0, 0);
 		drain_cq(200, &recvs);
 		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
 
@@ -607,23 +604,23 @@ int main(int argc, char **argv)
 	else if (!strcmp(c, "data_zero"))
 		post(IBV_WR_RDMA_WRITE_WITH_IMM, 0, peer_addr, 0);
 	else if (!strcmp(c, "consumed_ahead"))
-		post(IBV_WR_SEND_WITH_IMM, 1u << 30 | 4096, 0, 0);
+		post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CONSUMED, 4096), 0, 0);
 	else if (!strcmp(c, "bad_type"))
-		post(IBV_WR_SEND_WITH_IMM, 3u << 30, 0, 0);
+		post(IBV_WR_SEND_WITH_IMM, rs_imm(3, 0), 0, 0);
 	else if (!strcmp(c, "bad_ctrl"))
-		post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 77, 0, 0);
+		post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, 77), 0, 0);
 	else if (!strcmp(c, "double_fin")) {
-		post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 2, 0, 0);
-		post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 2, 0, 0);
+		post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, RS_CTRL_FIN), 0, 0);
+		post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, RS_CTRL_FIN), 0, 0);
 	} else if (!strcmp(c, "write_outside"))
 		post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr + peer_size, 5);
 	else if (!strcmp(c, "flood"))
 		for (int i = 0; i < 64; i++)
 			post(IBV_WR_RDMA_WRITE_WITH_IMM, peer_size / 16, peer_addr, 16);
 	else if (!strcmp(c, "consumed_payload"))
-		post(IBV_WR_SEND_WITH_IMM, 1u << 30, 0, 16);
+		post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CONSUMED, 0), 0, 16);
 	else if (!strcmp(c, "switch_unasked"))
-		post(IBV_WR_SEND_WITH_IMM, 2u << 30 | 7, 0, 0);
+		post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, RS_CTRL_SWITCH), 0, 0);
 	else if (!strcmp(c, "resize_small"))
 		post_resize(12345, 16, 1);
 	else if (!strcmp(c, "resize_twice"))

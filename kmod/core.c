@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmasock core: what every layer may use, and the only way a lower layer reaches a higher one.
+ *
+ * A lower layer (a completion handler, the CM handler, device removal) never calls up by name: it
+ * wakes the socket (rs_wake, the socket's wait queue and SIGIO), records an outcome and queues a
+ * work item the socket layer set up (rs_connect_done: connect_work; rs_abort: teardown_work), or
+ * moves a flag the upper layer reads.  docs/design.md, "Layers", says which file may call which.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <net/tcp_states.h>
+#include "rdmasock.h"
+#include "core.h"
+#include "stats.h"
+#include "trace.h"
+
+unsigned int rs_connect_timeout_ms = 1000;
+module_param_named(connect_timeout_ms, rs_connect_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(connect_timeout_ms, "bound on RDMA connection set-up before falling back to TCP");
+
+struct workqueue_struct *rs_wq;
+
+void rs_wake(struct sock *sk, __poll_t mask)
+{
+	struct socket_wq *wq;
+
+	rcu_read_lock();
+	wq = rcu_dereference(sk->sk_wq);
+	if (skwq_has_sleeper(wq))
+		wake_up_interruptible_poll(&wq->wait, mask);
+	rcu_read_unlock();
+	if (mask & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))
+		sk_wake_async(sk, SOCK_WAKE_WAITD, POLL_IN);
+	if (mask & EPOLLOUT)
+		sk_wake_async(sk, SOCK_WAKE_SPACE, POLL_OUT);
+}
+
+/*
+ * (Re)arm connect_work.  A queued connect_work holds a socket reference, so a CM event that comes
+ * while the socket is being closed can never run it on freed memory.
+ */
+void rs_connect_work_arm(struct rs_sock *rs, unsigned long delay)
+{
+	sock_hold(&rs->sk);
+	if (mod_delayed_work(rs_wq, &rs->connect_work, delay))
+		sock_put(&rs->sk);	/* it was pending already, with its reference */
+}
+
+void rs_connect_done(struct rs_sock *rs, int result, int reason)
+{
+	spin_lock_bh(&rs->lock);
+	if (!test_and_set_bit(RS_F_CM_DONE, &rs->flags)) {
+		rs->cm_result = result;
+		if (result)
+			rs->reason = reason;
+	}
+	spin_unlock_bh(&rs->lock);
+	rs_connect_work_arm(rs, 0);
+}
+
+/* Both our ESTABLISHED and the peer's READY are needed before data may flow. */
+void rs_check_connected(struct rs_sock *rs)
+{
+	smp_mb__after_atomic();	/* pairs with the other side's set_bit: one of us sees both */
+	if (test_bit(RS_F_CM_EST, &rs->flags) && test_bit(RS_F_PEER_READY, &rs->flags))
+		rs_connect_done(rs, 0, RDMASOCK_REASON_NONE);
+}
+
+void rs_peer_ready(struct rs_sock *rs)
+{
+	set_bit(RS_F_PEER_READY, &rs->flags);
+	if (rs->parent)
+		return;
+	rs_check_connected(rs);
+}
+
+/*
+ * rs_abort() of a child still waiting for the client's RTU (the client gave up or vanished, its QP
+ * failed, it broke the protocol): it leaves the listener's queue, freeing its backlog slot, as a
+ * TCP request socket that timed out.  An established child stays queued, as TCP's: accept()
+ * returns it and reads show the reset.  True when it was unlinked: the caller then owns the
+ * queue's reference.  RS_F_PENDING says the child is on pending_q; it changes only under the
+ * listener's lock.  rs_abort() sets RS_F_ABORTED before it calls this, and rs_cm_request() links
+ * a child only if RS_F_ABORTED is clear, under that lock: one of the two sees the other.
+ */
+bool rs_child_unqueue(struct rs_sock *child)
+{
+	struct rs_sock *listener = child->parent;
+	bool unlinked = false;
+
+	spin_lock_bh(&listener->lock);
+	if (test_and_clear_bit(RS_F_PENDING, &child->flags)) {
+		list_del_init(&child->accept_node);
+		listener->queued--;
+		unlinked = true;
+	}
+	spin_unlock_bh(&listener->lock);
+	return unlinked;
+}
+
+/*
+ * A connect() still being set up (our ESTABLISHED, not yet the peer's READY) fails: that is its
+ * outcome, so connect_work falls back to TCP (or reports it), not a reset.  True if it was one.
+ */
+static bool rs_fail_connecting(struct rs_sock *rs, int err)
+{
+	if (rs->parent || READ_ONCE(rs->sk.sk_state) != TCP_SYN_SENT ||
+	    READ_ONCE(rs->mode) != RDMASOCK_MODE_NONE || sock_flag(&rs->sk, SOCK_DEAD))
+		return false;
+	rs_connect_done(rs, err, err == -EPROTO ? RDMASOCK_REASON_HELLO :
+			RDMASOCK_REASON_RESOURCE);
+	return true;
+}
+
+/*
+ * A fatal error on the connection, from any context but hard IRQ: a connect's outcome while it is
+ * set up, else a reset, as TCP's.  The first error wins.
+ */
+void rs_abort(struct rs_sock *rs, int err)
+{
+	struct sock *sk = &rs->sk;
+	bool unqueued;
+
+	if (rs_fail_connecting(rs, err))
+		return;
+	/*
+	 * Ours, for the whole call: once RS_F_ABORTED is set, a child that rs_cm_request() finds
+	 * aborted loses the reference it had, and this call still has work to do on it.
+	 */
+	sock_hold(sk);
+	spin_lock_bh(&rs->lock);
+	if (test_and_set_bit(RS_F_ABORTED, &rs->flags)) {
+		spin_unlock_bh(&rs->lock);
+		sock_put(sk);
+		return;
+	}
+	WRITE_ONCE(sk->sk_err, -err);
+	WRITE_ONCE(sk->sk_shutdown, SHUTDOWN_MASK);
+	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+	rs->rx_cons = rs->rx_prod;	/* as a TCP reset, unread data is gone */
+	spin_unlock_bh(&rs->lock);
+	/* After RS_F_ABORTED is set: a pending child frees its backlog slot. */
+	unqueued = rs->parent && rs_child_unqueue(rs);
+	/* Nor does its RTU timer keep it (and its listener) for seconds more. */
+	if (rs->parent && cancel_delayed_work(&rs->connect_work))
+		sock_put(sk);	/* the timer's reference; the caller's keeps the socket */
+	trace_rdmasock_error(rs);
+	sk_error_report(sk);
+	rs_wake(sk, EPOLLIN | EPOLLOUT | EPOLLHUP | EPOLLRDHUP | EPOLLERR);
+	wake_up_all(&rs->close_wait);
+	sock_hold(sk);
+	if (!queue_work(rs_wq, &rs->teardown_work))
+		sock_put(sk);
+	if (unqueued)
+		sock_put(sk);	/* the queue's: the teardown work holds its own */
+	sock_put(sk);
+}
+
+u32 rs_rx_avail(struct rs_sock *rs)
+{
+	u32 avail;
+
+	spin_lock_bh(&rs->lock);
+	avail = test_bit(RS_F_ABORTED, &rs->flags) ? 0 : rs->rx_prod - rs->rx_cons;
+	spin_unlock_bh(&rs->lock);
+	return avail;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* rdmasock core.c: what every layer may use, and the upward signals (docs/design.md, "Layers"). */
+#ifndef RDMASOCK_CORE_H
+#define RDMASOCK_CORE_H
+
+#include "rdmasock.h"
+
+extern unsigned int rs_connect_timeout_ms;
+extern struct workqueue_struct *rs_wq;
+
+void rs_wake(struct sock *sk, __poll_t mask);
+void rs_abort(struct rs_sock *rs, int err);
+void rs_connect_work_arm(struct rs_sock *rs, unsigned long delay);
+void rs_connect_done(struct rs_sock *rs, int result, int reason);
+void rs_check_connected(struct rs_sock *rs);
+void rs_peer_ready(struct rs_sock *rs);
+bool rs_child_unqueue(struct rs_sock *child);
+u32 rs_rx_avail(struct rs_sock *rs);
+
+#endif /* RDMASOCK_CORE_H */

@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmasock verbs: one connection's QP, its completion queue, and posting work requests.
+ *
+ * Everything that goes on the send queue goes through __rs_post() under rs->lock: data WRITEs
+ * (tx.c), control messages (every layer above), REG_MRs at set-up and, through the fence, when a
+ * ring grows.  The completion handlers are the data path's (tx.c, rx.c), given to rs_qp_create():
+ * this file calls none of them by name.
+ *
+ * The completion queue is polled in softirq and by busy-polling readers.  ib_alloc_cq()'s CQs can
+ * only be polled by the core's own context (an IB_POLL_SOFTIRQ CQ must not be polled directly),
+ * so a reader that busy-polls would have to wait for the device's completion event, its tasklet
+ * and the irq_poll softirq before it sees its data.  This CQ is created with ib_create_cq() and
+ * our own event handler, which schedules our own irq_poll; the busy-polling reader polls the same
+ * CQ itself.  rs->cq_lock makes the two take turns, so completions are handled one at a time and
+ * in order, as the handlers in tx.c and rx.c assume.  Both run with bottom halves off, as under
+ * IB_POLL_SOFTIRQ.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include "rdmasock.h"
+#include "core.h"
+#include "ring.h"
+#include "stats.h"
+#include "wr.h"
+
+#define RS_SQ_DEPTH		128
+#define RS_RQ_DEPTH		128
+#define RS_SIGNAL_EVERY		16
+#define RS_MAX_INLINE		256
+
+#define RS_CQ_BUDGET		64	/* completions per irq_poll turn */
+#define RS_CQ_BATCH		8	/* completions per ib_poll_cq() call */
+
+/* Handle up to @budget completions; rs->cq_lock held.  Returns how many there were. */
+static int rs_cq_process(struct rs_sock *rs, int budget)
+{
+	struct ib_wc wc[RS_CQ_BATCH];
+	int done = 0, n, i;
+
+	lockdep_assert_held(&rs->cq_lock);
+	while (done < budget) {
+		n = ib_poll_cq(rs->cq, min(budget - done, RS_CQ_BATCH), wc);
+		if (n <= 0)
+			break;
+		for (i = 0; i < n; i++)
+			wc[i].wr_cqe->done(rs->cq, &wc[i]);
+		done += n;
+		if (n < RS_CQ_BATCH)
+			break;
+	}
+	return done;
+}
+
+static int rs_cq_irq_poll(struct irq_poll *iop, int budget)
+{
+	struct rs_sock *rs = container_of(iop, struct rs_sock, cq_iop);
+	int done;
+
+	spin_lock(&rs->cq_lock);
+	done = rs_cq_process(rs, budget);
+	spin_unlock(&rs->cq_lock);
+	if (done < budget) {
+		irq_poll_complete(iop);
+		/* Re-arm; a completion that came before the arming would be missed: poll again. */
+		if (ib_req_notify_cq(rs->cq, IB_CQ_NEXT_COMP | IB_CQ_REPORT_MISSED_EVENTS) > 0)
+			irq_poll_sched(iop);
+	}
+	return done;
+}
+
+/* The device's completion event, in any context (rxe calls it under its CQ lock, irqs off). */
+static void rs_cq_event(struct ib_cq *cq, void *ctx)
+{
+	struct rs_sock *rs = ctx;
+
+	irq_poll_sched(&rs->cq_iop);
+}
+
+int rs_cq_create(struct rs_sock *rs, struct ib_device *dev, u32 entries)
+{
+	struct ib_cq_init_attr attr = { .cqe = entries };
+	struct ib_cq *cq;
+
+	cq = ib_create_cq(dev, rs_cq_event, NULL, rs, &attr);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	irq_poll_init(&rs->cq_iop, RS_CQ_BUDGET, rs_cq_irq_poll);
+	rs->cq = cq;
+	ib_req_notify_cq(cq, IB_CQ_NEXT_COMP);
+	return 0;
+}
+
+/*
+ * After the QP is drained (its drain markers complete through irq_poll).  Teardown set RS_F_DYING
+ * first, so no busy poller enters again; taking cq_lock waits out one that is inside.
+ */
+void rs_cq_destroy(struct rs_sock *rs)
+{
+	if (!rs->cq)
+		return;
+	spin_lock_bh(&rs->cq_lock);
+	spin_unlock_bh(&rs->cq_lock);
+	irq_poll_disable(&rs->cq_iop);
+	ib_destroy_cq(rs->cq);
+	rs->cq = NULL;
+}
+
+/*
+ * The CM says the peer disconnected: handle every completion the CQ holds first, waiting for the
+ * irq_poll if it is inside, so that a FIN that arrived before the disconnect is seen before we
+ * decide between an orderly close and a reset.  CM handler (process context); teardown takes the
+ * handler lock before it frees the CQ, so the CQ stays.  Bounded: a few times the CQ's size.
+ */
+void rs_cq_poll_all(struct rs_sock *rs)
+{
+	int rounds = 16;	/* 16 x RS_CQ_BUDGET: several times the CQ's size */
+
+	spin_lock_bh(&rs->cq_lock);
+	while (!test_bit(RS_F_DYING, &rs->flags) && rs->cq && rounds-- &&
+	       rs_cq_process(rs, RS_CQ_BUDGET) == RS_CQ_BUDGET)
+		;
+	spin_unlock_bh(&rs->cq_lock);
+}
+
+/*
+ * Busy poll: handle what the CQ holds now, from the reader's context.  Nothing to do when the
+ * connection is being torn down (the CQ may be going away) or the softirq is polling it already.
+ */
+void rs_cq_busy_poll(struct rs_sock *rs)
+{
+	if (!spin_trylock_bh(&rs->cq_lock))
+		return;
+	if (!test_bit(RS_F_DYING, &rs->flags) && rs->cq)
+		rs_cq_process(rs, RS_CQ_BATCH);
+	spin_unlock_bh(&rs->cq_lock);
+}
+
+/* The fatal QP event, in process context: rs_abort() takes BH spinlocks. */
+static void rs_qp_err_work(struct work_struct *work)
+{
+	struct rs_sock *rs = container_of(work, struct rs_sock, qp_err_work);
+
+	if (test_bit(RS_F_RDMA_UP, &rs->flags) && !test_bit(RS_F_DYING, &rs->flags))
+		rs_abort(rs, -ECONNRESET);
+	sock_put(&rs->sk);
+}
+
+/*
+ * Providers call this in any context, hard IRQ included (mlx4; mlx5 on some kernels): only count
+ * and queue the work, as net/smc and xprtrdma do.  The QP exists, so the socket does: the
+ * reference is safe to take, and dropping the spare one is never the last put.
+ */
+static void rs_qp_event(struct ib_event *ev, void *ctx)
+{
+	struct rs_sock *rs = ctx;
+
+	if (ev->event == IB_EVENT_COMM_EST) {
+		rs_comm_est(rs);
+		return;
+	}
+	if (ev->event == IB_EVENT_QP_FATAL || ev->event == IB_EVENT_QP_ACCESS_ERR ||
+	    ev->event == IB_EVENT_QP_REQ_ERR) {
+		rs_count(sock_net(&rs->sk), RS_CNT_QP_FATAL);
+		sock_hold(&rs->sk);
+		if (!queue_work(rs_wq, &rs->qp_err_work))
+			sock_put(&rs->sk);
+	}
+}
+
+/*
+ * The client's first message reached a child still waiting for its RTU (IB_EVENT_COMM_EST from the
+ * HCA, or our receive handler, as rxe raises none): the client has our REP, so the connection is
+ * up; the CM takes this as the RTU (a lost or late one), ESTABLISHED follows.  From any context,
+ * but rdma_notify() runs in comm_est_work: the CM takes its lock with one it also takes with
+ * softirqs enabled (lockdep: an irq lock inversion from our irq_poll).
+ */
+void rs_comm_est(struct rs_sock *rs)
+{
+	smp_mb();	/* the message's mark (RS_F_PEER_READY) before the state: rs_cm_request() */
+	if (!rs->parent || READ_ONCE(rs->sk.sk_state) != TCP_SYN_RECV ||
+	    test_bit(RS_F_DYING, &rs->flags) || test_and_set_bit(RS_F_COMM_EST, &rs->flags))
+		return;
+	sock_hold(&rs->sk);
+	if (!queue_work(rs_wq, &rs->comm_est_work))
+		sock_put(&rs->sk);
+}
+
+/* Teardown cancels it (synchronously) before the id goes: the id is there while it runs. */
+static void rs_comm_est_work(struct work_struct *work)
+{
+	struct rs_sock *rs = container_of(work, struct rs_sock, comm_est_work);
+	struct rdma_cm_id *id = READ_ONCE(rs->cm_id);
+	int err;
+
+	if (id && READ_ONCE(rs->sk.sk_state) == TCP_SYN_RECV &&
+	    !test_bit(RS_F_DYING, &rs->flags)) {
+		err = rdma_notify(id, IB_EVENT_COMM_EST);
+		if (err && err != -EISCONN)
+			clear_bit(RS_F_COMM_EST, &rs->flags);	/* the next message retries */
+	}
+	sock_put(&rs->sk);
+}
+
+static int rs_qp_alloc(struct rs_sock *rs, struct rdma_cm_id *id, u32 inline_size)
+{
+	struct ib_qp_init_attr attr = {};
+	int err;
+
+	attr.event_handler = rs_qp_event;
+	attr.qp_context = rs;
+	attr.send_cq = rs->cq;
+	attr.recv_cq = rs->cq;
+	attr.qp_type = IB_QPT_RC;
+	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
+	/* +1 on each queue for ib_drain_qp()'s marker WR. */
+	attr.cap.max_send_wr = rs->sq_depth + 1;
+	attr.cap.max_recv_wr = rs->rq_depth + 1;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	attr.cap.max_inline_data = inline_size;
+	err = rdma_create_qp(id, rs->pd, &attr);
+	if (err)
+		return err;
+	rs->qp = id->qp;
+	WRITE_ONCE(rs->local_qpn, id->qp->qp_num);
+	rs->max_inline = attr.cap.max_inline_data;
+	return 0;
+}
+
+/*
+ * The QP of @id with its CQ; @send_done and @recv_done handle the completions of the send and the
+ * receive queue.
+ */
+int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id,
+		 void (*send_done)(struct ib_cq *cq, struct ib_wc *wc),
+		 void (*recv_done)(struct ib_cq *cq, struct ib_wc *wc))
+{
+	unsigned int i;
+	int err;
+
+	rs->sq_depth = RS_SQ_DEPTH;
+	rs->rq_depth = RS_RQ_DEPTH;
+	rs->txc = kcalloc(rs->sq_depth, sizeof(*rs->txc), GFP_KERNEL);
+	if (!rs->txc)
+		return -ENOMEM;
+	for (i = 0; i < rs->sq_depth; i++)
+		rs->txc[i].cqe.done = send_done;
+	rs->recv_cqe.done = recv_done;
+	/* Room for every WR of both queues and the drain markers: a full CQ stalls drain. */
+	err = rs_cq_create(rs, id->device, rs->sq_depth + rs->rq_depth + 4);
+	if (err)
+		return err;
+	/* Not every device does inline sends of this size: retry without. */
+	err = rs_qp_alloc(rs, id, RS_MAX_INLINE);
+	if (err)
+		err = rs_qp_alloc(rs, id, 0);
+	return err;
+}
+
+void rs_qp_destroy(struct rs_sock *rs)
+{
+	if (rs->qp) {
+		ib_drain_qp(rs->qp);
+		if (rs->cm_id && rs->cm_id->qp == rs->qp)
+			rdma_destroy_qp(rs->cm_id);
+		else
+			ib_destroy_qp(rs->qp);
+		rs->qp = NULL;
+		WRITE_ONCE(rs->local_qpn, 0);
+	}
+	rs_cq_destroy(rs);
+	kfree(rs->txc);
+	rs->txc = NULL;
+}
+
+/*
+ * A control message could not be posted (@err): the next send completion posts it (@due, tested
+ * in rs_send_done()).  A full send queue is counted (ctrl_deferred_sq_full), once a time.
+ */
+void rs_ctrl_defer(struct rs_sock *rs, enum rs_flag due, int err)
+{
+	lockdep_assert_held(&rs->lock);
+	if (!test_and_set_bit(due, &rs->flags) && err == -ENOBUFS)
+		rs_count(sock_net(&rs->sk), RS_CNT_CTRL_DEFERRED);
+}
+
+/*
+ * Post one WR, rs->lock held: ib_drain_qp() must never race a post.  A data WR moves tx_prod by
+ * @bytes under the same lock, before the post: the peer's CONSUMED for these bytes can complete on
+ * another CPU before ib_post_send() even returns, and must find them counted.
+ */
+int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl, u32 bytes)
+{
+	const struct ib_send_wr *bad;
+	struct rs_txctx *ctx;
+	u32 limit = rs->sq_depth - (ctrl ? 0 : RS_SQ_CTRL_RESERVE);
+	int err;
+
+	lockdep_assert_held(&rs->lock);
+	if (test_bit(RS_F_DYING, &rs->flags) || !rs->qp)
+		return -EPIPE;
+	if (test_bit(RS_F_SQ_FENCE, &rs->flags)) {
+		/* Data waits; control messages go, signaled, so their completion ends the fence. */
+		if (!ctrl)
+			return -ENOBUFS;
+		signal = true;
+	}
+	if (rs->sq_posted - rs->sq_done >= limit)
+		return -ENOBUFS;
+	ctx = &rs->txc[rs->sq_posted % rs->sq_depth];
+	ctx->seq = rs->sq_posted;
+	if (signal || ctx->seq % RS_SIGNAL_EVERY == RS_SIGNAL_EVERY - 1)
+		wr->send_flags |= IB_SEND_SIGNALED;
+	wr->wr_cqe = &ctx->cqe;
+	wr->next = NULL;
+	rs->tx_prod += bytes;
+	err = ib_post_send(rs->qp, wr, &bad);
+	if (err) {
+		rs->tx_prod -= bytes;
+		return err;
+	}
+	rs->sq_posted++;
+	rs->bytes_sent += bytes;
+	rs_count(sock_net(&rs->sk), RS_CNT_WR_POSTED);
+	if (bytes)
+		rs_count_add(sock_net(&rs->sk), RS_CNT_BYTES_SENT, bytes);
+	return 0;
+}
+
+/* The send queue is empty: post the fenced REG_MR and its message; rs->lock held. */
+int rs_fence_fire(struct rs_sock *rs)
+{
+	int err;
+
+	lockdep_assert_held(&rs->lock);
+	clear_bit(RS_F_SQ_FENCE, &rs->flags);
+	err = __rs_post(rs, &rs->fence_reg.wr, false, true, 0);
+	if (!err)
+		err = __rs_post(rs, &rs->fence_msg, rs->fence_msg.send_flags & IB_SEND_SIGNALED,
+				true, 0);
+	if (!err && rs->fence_posted)
+		rs->fence_posted(rs);
+	return err;
+}
+
+/*
+ * Post a REG_MR (and the message that tells the peer about it) once every WR posted before it has
+ * completed; rs->lock held.  rxe rewinds its send queue to the oldest unacknowledged WR when it
+ * retransmits and runs a REG_MR it meets there again, which fails (the MR is no longer free) and
+ * kills the QP.  So data
+ * stops, a signaled KEEPALIVE covers the unsignaled WRs in flight, control messages posted
+ * meanwhile are signaled, and the completion that empties the queue posts the pair and calls
+ * @posted, still under rs->lock.  Set-up needs none of this: its REG_MRs come first.
+ * -EBUSY when another fence is pending, -ENOBUFS when the queue is full: try again later.
+ */
+int rs_post_fenced(struct rs_sock *rs, const struct ib_reg_wr *reg, const struct ib_send_wr *msg,
+		   void (*posted)(struct rs_sock *rs))
+{
+	int err;
+
+	lockdep_assert_held(&rs->lock);
+	if (test_bit(RS_F_SQ_FENCE, &rs->flags))
+		return -EBUSY;
+	rs->fence_reg = *reg;
+	rs->fence_msg = *msg;
+	if (msg->num_sge) {
+		rs->fence_sge = *msg->sg_list;
+		rs->fence_msg.sg_list = &rs->fence_sge;
+	}
+	rs->fence_posted = posted;
+	set_bit(RS_F_SQ_FENCE, &rs->flags);
+	if (rs->sq_posted == rs->sq_done)
+		return rs_fence_fire(rs);
+	err = __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_KEEPALIVE, true);
+	if (err)
+		clear_bit(RS_F_SQ_FENCE, &rs->flags);
+	return err;
+}
+
+static int rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl, u32 bytes)
+{
+	int err;
+
+	spin_lock_bh(&rs->lock);
+	err = __rs_post(rs, wr, signal, ctrl, bytes);
+	spin_unlock_bh(&rs->lock);
+	return err;
+}
+
+/* A control message: SEND WITH IMMEDIATE and no payload; rs->lock held. */
+int __rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled)
+{
+	struct ib_send_wr wr = {};
+
+	lockdep_assert_held(&rs->lock);
+	wr.opcode = IB_WR_SEND_WITH_IMM;
+	wr.ex.imm_data = cpu_to_be32(rs_imm(type, arg));
+	return __rs_post(rs, &wr, signaled, true, 0);
+}
+
+int rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled)
+{
+	int err;
+
+	spin_lock_bh(&rs->lock);
+	err = __rs_send_ctrl(rs, type, arg, signaled);
+	spin_unlock_bh(&rs->lock);
+	return err;
+}
+
+/*
+ * Register a ring on this QP at set-up (REG_MR WRs execute in order before anything posted later;
+ * nothing that goes on the wire precedes them, so no retransmit can replay them: see the fence).
+ * Only the receive ring (@remote) may be written by the peer.
+ */
+int rs_post_reg_ring(struct rs_sock *rs, struct rs_ring *ring, bool remote)
+{
+	struct ib_reg_wr reg;
+
+	rs_ring_reg_wr(ring, &reg, IB_ACCESS_LOCAL_WRITE | (remote ? IB_ACCESS_REMOTE_WRITE : 0));
+	return rs_post(rs, &reg.wr, false, true, 0);
+}
+
+/*
+ * Tell the peer it may write into our ring.  Sent only once the peer's QP can receive: by the
+ * client at ESTABLISHED (the server's QP is RTS since it accepted), by the server at its
+ * ESTABLISHED (the RTU proves the client's QP is ready; a SEND before that is dropped and waits
+ * for a retransmit).
+ */
+int rs_post_ready(struct rs_sock *rs)
+{
+	int err;
+
+	/* Before the post: the peer's first WRITE may complete here before it returns. */
+	spin_lock_bh(&rs->lock);
+	set_bit(RS_F_READY_SENT, &rs->flags);
+	err = __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_READY, false);
+	if (err)
+		clear_bit(RS_F_READY_SENT, &rs->flags);
+	spin_unlock_bh(&rs->lock);
+	return err;
+}
+
+int rs_post_recvs(struct rs_sock *rs, u32 count)
+{
+	const struct ib_recv_wr *bad;
+	struct ib_recv_wr wr = {};
+	struct ib_sge sge;
+	int err = 0;
+
+	sge.addr = rs->resize_dma;
+	sge.length = sizeof(*rs->resize_buf);
+	sge.lkey = rs->pd->local_dma_lkey;
+	wr.wr_cqe = &rs->recv_cqe;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	spin_lock_bh(&rs->lock);
+	while (count-- && !err && !test_bit(RS_F_DYING, &rs->flags))
+		err = ib_post_recv(rs->qp, &wr, &bad);
+	spin_unlock_bh(&rs->lock);
+	return err;
+}
+
+/* A new socket's work items of this layer. */
+void rs_wr_init(struct rs_sock *rs)
+{
+	INIT_WORK(&rs->qp_err_work, rs_qp_err_work);
+	INIT_WORK(&rs->comm_est_work, rs_comm_est_work);
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* rdmasock wr.c: verbs: QP, CQ, posting work requests. */
+#ifndef RDMASOCK_WR_H
+#define RDMASOCK_WR_H
+
+#include "rdmasock.h"
+
+#define RS_SQ_CTRL_RESERVE	4	/* SQ slots data may never take: CONSUMED, FIN, RESET */
+void rs_comm_est(struct rs_sock *rs);
+void rs_wr_init(struct rs_sock *rs);
+int rs_cq_create(struct rs_sock *rs, struct ib_device *dev, u32 entries);
+void rs_cq_destroy(struct rs_sock *rs);
+void rs_cq_busy_poll(struct rs_sock *rs);
+void rs_cq_poll_all(struct rs_sock *rs);
+int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id,
+		 void (*send_done)(struct ib_cq *cq, struct ib_wc *wc),
+		 void (*recv_done)(struct ib_cq *cq, struct ib_wc *wc));
+void rs_qp_destroy(struct rs_sock *rs);
+int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl, u32 bytes);
+int rs_fence_fire(struct rs_sock *rs);
+int rs_post_reg_ring(struct rs_sock *rs, struct rs_ring *ring, bool remote);
+int rs_post_ready(struct rs_sock *rs);
+int rs_post_fenced(struct rs_sock *rs, const struct ib_reg_wr *reg, const struct ib_send_wr *msg,
+		   void (*posted)(struct rs_sock *rs));
+int rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled);
+int __rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled);
+int rs_post_recvs(struct rs_sock *rs, u32 count);
+void rs_ctrl_defer(struct rs_sock *rs, enum rs_flag due, int err);
+
+#endif /* RDMASOCK_WR_H */
