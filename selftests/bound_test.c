@@ -165,4 +165,5 @@ TEST_F_TIMEOUT(bound, rings_stay_within_tcp_mem, 600)
 	close(s[0]);
 }
 
-TEST_HARNESS_MAIN
+#include "harness_main.h"
+RS_TEST_MAIN

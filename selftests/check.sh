@@ -10,7 +10,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 total_pass=0 total_fail=0
 digest=$(mktemp /tmp/rdmasock-check-digest.XXXXXX)
 trap 'rm -f "$digest"' EXIT
-DEBUG_SUBSET="sock_test race_test bound_test stress_test fallback_test observe_test hostile_test fuzz_test ns_test devremove_test"
+# The debug lane's subset: the tests selftests/tests marks "debug".
+DEBUG_SUBSET=$(awk '!/^#/ && $3 == "debug" { printf "%s ", $1 }' "$top/selftests/tests")
 
 # add_results DIR RC LABEL: sum DIR/results/summary; a failed VM run with no failing test counts 1.
 add_results() {

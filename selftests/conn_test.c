@@ -18,10 +18,10 @@ FIXTURE(many) {
 
 FIXTURE_VARIANT(many) {
 	enum carrier carrier;
+	int af;
 };
 
-FIXTURE_VARIANT_ADD(many, tcp4) { .carrier = CARRIER_TCP };
-FIXTURE_VARIANT_ADD(many, rdma4) { .carrier = CARRIER_RDMASOCK };
+CARRIER_VARIANTS(many);
 
 FIXTURE_SETUP(many)
 {
@@ -42,12 +42,12 @@ FIXTURE_TEARDOWN(many)
 
 TEST_F_TIMEOUT(many, all_open_at_once_and_carry_data, 900)
 {
-	int fam = carrier_family(variant->carrier, AF_INET), zero = 0, lfd;
+	int fam = carrier_family(variant->carrier, variant->af), zero = 0, lfd;
 	unsigned long long ring_bytes = 0;
 	struct sockaddr_storage ss;
 	socklen_t len;
 
-	lfd = make_listener(variant->carrier, AF_INET, &ss, &len);
+	lfd = make_listener(variant->carrier, variant->af, &ss, &len);
 	ASSERT_LE(0, lfd);
 	ASSERT_EQ(0, setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &zero, sizeof(zero)));
 	for (int i = 0; i < self->n; i++) {
@@ -108,7 +108,7 @@ TEST_F_TIMEOUT(many, write_then_close_gives_all_bytes_then_eof, 900)
 		int fd[2], w = r % 2, n;
 		ssize_t got = 0;
 
-		ASSERT_EQ(0, make_pair(variant->carrier, AF_INET, &fd[0], &fd[1]));
+		ASSERT_EQ(0, make_pair(variant->carrier, variant->af, &fd[0], &fd[1]));
 		ASSERT_TRUE(carried_as_expected(variant->carrier, fd[0]));
 		for (int k = 0; k < (int)sizeof(out); k++)
 			out[k] = pattern_byte(k, r);
@@ -127,4 +127,5 @@ TEST_F_TIMEOUT(many, write_then_close_gives_all_bytes_then_eof, 900)
 	}
 }
 
-TEST_HARNESS_MAIN
+#include "harness_main.h"
+RS_TEST_MAIN

@@ -134,4 +134,5 @@ TEST(delete_device_during_transfer)
 	close(s);
 }
 
-TEST_HARNESS_MAIN
+#include "harness_main.h"
+RS_TEST_MAIN

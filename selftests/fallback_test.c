@@ -314,4 +314,5 @@ TEST_F(fb, unread_options_survive_fallback)
 	close(c);
 }
 
-TEST_HARNESS_MAIN
+#include "harness_main.h"
+RS_TEST_MAIN

@@ -386,4 +386,5 @@ TEST_F_TIMEOUT(fuzz, concurrent_calls_on_shared_sockets, 1800)
 	ASSERT_TRUE(honest_connection_works());
 }
 
-TEST_HARNESS_MAIN
+#include "harness_main.h"
+RS_TEST_MAIN

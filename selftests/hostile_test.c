@@ -793,4 +793,5 @@ TEST_F_TIMEOUT(once, listener_stop_races_failing_children, 600)
 	close(lfd);
 }
 
-TEST_HARNESS_MAIN
+#include "harness_main.h"
+RS_TEST_MAIN

@@ -21,6 +21,17 @@
 
 enum carrier { CARRIER_TCP, CARRIER_RDMASOCK };
 
+/*
+ * The four carrier variants of a fixture (kselftest_harness.h) whose FIXTURE_VARIANT has
+ * `enum carrier carrier` and `int af`: TCP, the oracle, and rdmasock, each over IPv4 and IPv6.
+ * More designated initialisers, the same for all four, may follow the fixture's name.
+ */
+#define CARRIER_VARIANTS(fixture, ...)								\
+	FIXTURE_VARIANT_ADD(fixture, tcp4) { .carrier = CARRIER_TCP, .af = AF_INET, __VA_ARGS__ };	\
+	FIXTURE_VARIANT_ADD(fixture, tcp6) { .carrier = CARRIER_TCP, .af = AF_INET6, __VA_ARGS__ };	\
+	FIXTURE_VARIANT_ADD(fixture, rdma4) { .carrier = CARRIER_RDMASOCK, .af = AF_INET, __VA_ARGS__ }; \
+	FIXTURE_VARIANT_ADD(fixture, rdma6) { .carrier = CARRIER_RDMASOCK, .af = AF_INET6, __VA_ARGS__ }
+
 static inline int rs_family_number(void)
 {
 	FILE *f = fopen(RDMASOCK_FAMILY_PARAM, "r");
@@ -117,9 +128,15 @@ static inline int rs_getint(int fd, int opt)
 /* For rdmasock: is this connection really carried by RDMA (no silent fallback)? */
 static inline bool carried_as_expected(enum carrier c, int fd)
 {
+	int mode;
+
 	if (c == CARRIER_TCP)
 		return true;
-	return rs_getint(fd, RDMASOCK_MODE) == RDMASOCK_MODE_RDMA;
+	mode = rs_getint(fd, RDMASOCK_MODE);
+	if (mode != RDMASOCK_MODE_RDMA)
+		fprintf(stderr, "# fd %d is not on RDMA: mode %d, fallback reason %d\n", fd, mode,
+			rs_getint(fd, RDMASOCK_FALLBACK_REASON));
+	return mode == RDMASOCK_MODE_RDMA;
 }
 
 /* poll() one fd for @events, up to @ms; returns revents (0 on timeout). */

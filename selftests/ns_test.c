@@ -23,23 +23,16 @@ FIXTURE(priv) {
 FIXTURE_VARIANT(priv) {
 	enum carrier carrier;
 	int af;
-	const char *tunable;
 };
 
-FIXTURE_VARIANT_ADD(priv, tcp4) {
-	.carrier = CARRIER_TCP, .af = AF_INET, .tunable = "/proc/sys/net/ipv4/tcp_keepalive_time"
-};
-FIXTURE_VARIANT_ADD(priv, tcp6) {
-	.carrier = CARRIER_TCP, .af = AF_INET6, .tunable = "/proc/sys/net/ipv4/tcp_keepalive_time"
-};
-FIXTURE_VARIANT_ADD(priv, rdma4) {
-	.carrier = CARRIER_RDMASOCK, .af = AF_INET,
-	.tunable = "/sys/module/rdmasock/parameters/connect_timeout_ms"
-};
-FIXTURE_VARIANT_ADD(priv, rdma6) {
-	.carrier = CARRIER_RDMASOCK, .af = AF_INET6,
-	.tunable = "/sys/module/rdmasock/parameters/connect_timeout_ms"
-};
+CARRIER_VARIANTS(priv);
+
+/* A tunable of the carrier's that only a privileged user may change. */
+static const char *carrier_tunable(enum carrier c)
+{
+	return c == CARRIER_TCP ? "/proc/sys/net/ipv4/tcp_keepalive_time" :
+				  "/sys/module/rdmasock/parameters/connect_timeout_ms";
+}
 
 FIXTURE_SETUP(priv)
 {
@@ -77,7 +70,7 @@ TEST_F(priv, unprivileged_user_connects_but_cannot_bind_low_ports)
 
 TEST_F(priv, unprivileged_user_cannot_change_tunables)
 {
-	ASSERT_EQ(-1, open(variant->tunable, O_WRONLY));
+	ASSERT_EQ(-1, open(carrier_tunable(variant->carrier), O_WRONLY));
 	ASSERT_EQ(EACCES, errno);
 }
 
@@ -156,4 +149,5 @@ TEST(netns_sockets_work_and_leave_nothing_behind)
 	ASSERT_GE(sockets, proc_sockets());
 }
 
-TEST_HARNESS_MAIN
+#include "harness_main.h"
+RS_TEST_MAIN

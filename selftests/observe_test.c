@@ -269,4 +269,5 @@ TEST(tracepoints_fire)
 	ASSERT_NE(NULL, strstr(buf, "rdmasock_shutdown:"));
 }
 
-TEST_HARNESS_MAIN
+#include "harness_main.h"
+RS_TEST_MAIN

@@ -28,10 +28,7 @@ FIXTURE_VARIANT(race) {
 	int busy_poll_us;	/* SO_BUSY_POLL on the readers' socket: waits drop lock_sock too */
 };
 
-FIXTURE_VARIANT_ADD(race, tcp4) { .carrier = CARRIER_TCP, .af = AF_INET };
-FIXTURE_VARIANT_ADD(race, tcp6) { .carrier = CARRIER_TCP, .af = AF_INET6 };
-FIXTURE_VARIANT_ADD(race, rdma4) { .carrier = CARRIER_RDMASOCK, .af = AF_INET };
-FIXTURE_VARIANT_ADD(race, rdma6) { .carrier = CARRIER_RDMASOCK, .af = AF_INET6 };
+CARRIER_VARIANTS(race);
 FIXTURE_VARIANT_ADD(race, rdma4_busy_poll) {
 	.carrier = CARRIER_RDMASOCK, .af = AF_INET, .busy_poll_us = 50
 };
@@ -250,4 +247,5 @@ TEST_F(race, uncork_after_the_peer_reset)
 	close(c);
 }
 
-TEST_HARNESS_MAIN
+#include "harness_main.h"
+RS_TEST_MAIN

@@ -34,10 +34,7 @@ FIXTURE_VARIANT(pair) {
 	int af;
 };
 
-FIXTURE_VARIANT_ADD(pair, tcp4) { .carrier = CARRIER_TCP, .af = AF_INET };
-FIXTURE_VARIANT_ADD(pair, tcp6) { .carrier = CARRIER_TCP, .af = AF_INET6 };
-FIXTURE_VARIANT_ADD(pair, rdma4) { .carrier = CARRIER_RDMASOCK, .af = AF_INET };
-FIXTURE_VARIANT_ADD(pair, rdma6) { .carrier = CARRIER_RDMASOCK, .af = AF_INET6 };
+CARRIER_VARIANTS(pair);
 
 FIXTURE_SETUP(pair)
 {
@@ -1149,10 +1146,7 @@ FIXTURE_VARIANT(lone) {
 	int af;
 };
 
-FIXTURE_VARIANT_ADD(lone, tcp4) { .carrier = CARRIER_TCP, .af = AF_INET };
-FIXTURE_VARIANT_ADD(lone, tcp6) { .carrier = CARRIER_TCP, .af = AF_INET6 };
-FIXTURE_VARIANT_ADD(lone, rdma4) { .carrier = CARRIER_RDMASOCK, .af = AF_INET };
-FIXTURE_VARIANT_ADD(lone, rdma6) { .carrier = CARRIER_RDMASOCK, .af = AF_INET6 };
+CARRIER_VARIANTS(lone);
 
 FIXTURE_SETUP(lone)
 {
@@ -2016,4 +2010,5 @@ TEST_F(lone, reuseaddr_after_a_protocol_option_lets_a_server_restart)
 	close(c);
 }
 
-TEST_HARNESS_MAIN
+#include "harness_main.h"
+RS_TEST_MAIN

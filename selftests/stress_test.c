@@ -83,9 +83,7 @@ FIXTURE_VARIANT(stress) {
 	int busy_poll;	/* SO_BUSY_POLL (us) on every socket: readers poll the CQ themselves */
 };
 
-FIXTURE_VARIANT_ADD(stress, tcp4) { .carrier = CARRIER_TCP, .af = AF_INET };
-FIXTURE_VARIANT_ADD(stress, rdma4) { .carrier = CARRIER_RDMASOCK, .af = AF_INET };
-FIXTURE_VARIANT_ADD(stress, rdma6) { .carrier = CARRIER_RDMASOCK, .af = AF_INET6 };
+CARRIER_VARIANTS(stress);
 FIXTURE_VARIANT_ADD(stress, rdma4_tiny_rings) {
 	.carrier = CARRIER_RDMASOCK, .af = AF_INET, .rcvbuf = 2048
 };
@@ -291,4 +289,5 @@ TEST_F_TIMEOUT(stress, epoll_small_writes_both_ways, 600)
 		       rs_counter("ctrl_deferred_sq_full") - deferred);
 }
 
-TEST_HARNESS_MAIN
+#include "harness_main.h"
+RS_TEST_MAIN
