@@ -870,6 +870,8 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			rs_cm_client_established(rs, ev);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
+		pr_debug("%pISpc rejected the connection (CM reason %d)\n",
+			 &id->route.addr.dst_addr, ev->status);
 		rs_connect_done(rs, -ECONNREFUSED, rs_reject_reason(id, ev));
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
