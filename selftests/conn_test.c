@@ -109,7 +109,9 @@ TEST_F_TIMEOUT(many, write_then_close_gives_all_bytes_then_eof, 900)
 		ssize_t got = 0;
 
 		ASSERT_EQ(0, make_pair(variant->carrier, variant->af, &fd[0], &fd[1]));
-		ASSERT_TRUE(carried_as_expected(variant->carrier, fd[0]));
+		ASSERT_TRUE(carried_as_expected(variant->carrier, fd[0])) {
+			TH_LOG("round %d", r);
+		}
 		for (int k = 0; k < (int)sizeof(out); k++)
 			out[k] = pattern_byte(k, r);
 		ASSERT_EQ(0, write_all(fd[w], out, sizeof(out)));
