@@ -139,6 +139,20 @@ static inline bool carried_as_expected(enum carrier c, int fd)
 	return mode == RDMASOCK_MODE_RDMA;
 }
 
+/* Lines of /proc/net/rdmasock below the header: this namespace's sockets (-1: no such file). */
+static inline int proc_sockets(void)
+{
+	FILE *f = fopen("/proc/net/rdmasock", "r");
+	char line[512];
+	int n = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		n++;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 /* poll() one fd for @events, up to @ms; returns revents (0 on timeout). */
 static inline short poll_one(int fd, short events, int ms)
 {

@@ -76,20 +76,6 @@ TEST_F(priv, unprivileged_user_cannot_change_tunables)
 
 /* ---- network namespaces ---- */
 
-/* Lines of /proc/net/rdmasock below the header: this namespace's sockets. */
-static int proc_sockets(void)
-{
-	FILE *f = fopen("/proc/net/rdmasock", "r");
-	char line[512];
-	int n = -1;
-
-	while (f && fgets(line, sizeof(line), f))
-		n++;
-	if (f)
-		fclose(f);
-	return n;
-}
-
 #define CHILD_CHECK(cond) do { \
 	if (!(cond)) { \
 		fprintf(stderr, "netns child: %s failed (errno %d)\n", #cond, errno); \
