@@ -139,6 +139,18 @@ static int rs_lock_connected(struct rs_sock *rs, bool nonblock)
 	return 0;
 }
 
+/*
+ * lock_sock held: did the socket fall back to TCP meanwhile (the connect it waited for, or another
+ * thread's)?  Then the lock is released and the call goes to the TCP carrier.
+ */
+static bool rs_unlock_if_tcp(struct rs_sock *rs)
+{
+	if (!rs_is_tcp(rs))
+		return false;
+	release_sock(&rs->sk);
+	return true;
+}
+
 static int rs_rdma_sendmsg_op(struct rs_sock *rs, struct msghdr *msg, size_t len)
 {
 	int ret;
@@ -146,11 +158,25 @@ static int rs_rdma_sendmsg_op(struct rs_sock *rs, struct msghdr *msg, size_t len
 	ret = rs_lock_connected(rs, msg->msg_flags & MSG_DONTWAIT);
 	if (ret)
 		return ret;
-	if (rs_is_tcp(rs)) {	/* the connect it waited for fell back */
-		release_sock(&rs->sk);
+	if (rs_unlock_if_tcp(rs))
 		return rs_tcp_carrier.sendmsg(rs, msg, len);
-	}
 	ret = rs_rdma_sendmsg(rs, msg, len);
+	release_sock(&rs->sk);
+	return ret;
+}
+
+/* recv(MSG_OOB), as tcp_recv_urg(): never waits, not for a connect either. */
+static int rs_rdma_recv_oob(struct rs_sock *rs, struct msghdr *msg, size_t len, int flags)
+{
+	int ret;
+
+	lock_sock(&rs->sk);
+	if (rs_unlock_if_tcp(rs))
+		return rs_tcp_carrier.recvmsg(rs, msg, len, flags);
+	if (rs->sk.sk_state == TCP_LISTEN)
+		ret = -ENOTCONN;
+	else
+		ret = rs_rdma_recv_urg(rs, msg, len, flags);
 	release_sock(&rs->sk);
 	return ret;
 }
@@ -162,27 +188,13 @@ static int rs_rdma_recvmsg_op(struct rs_sock *rs, struct msghdr *msg, size_t len
 	/* As tcp_recvmsg(): nothing is ever queued on our error queue (no timestamps, zerocopy). */
 	if (flags & MSG_ERRQUEUE)
 		return -EAGAIN;
-	/* As tcp_recv_urg(): never waits, not for a connect either. */
-	if (flags & MSG_OOB) {
-		lock_sock(&rs->sk);
-		if (rs_is_tcp(rs)) {	/* fell back meanwhile */
-			release_sock(&rs->sk);
-			return rs_tcp_carrier.recvmsg(rs, msg, len, flags);
-		}
-		if (rs->sk.sk_state == TCP_LISTEN)
-			ret = -ENOTCONN;
-		else
-			ret = rs_rdma_recv_urg(rs, msg, len, flags);
-		release_sock(&rs->sk);
-		return ret;
-	}
+	if (flags & MSG_OOB)
+		return rs_rdma_recv_oob(rs, msg, len, flags);
 	ret = rs_lock_connected(rs, flags & MSG_DONTWAIT);
 	if (ret)
 		return ret;
-	if (rs_is_tcp(rs)) {
-		release_sock(&rs->sk);
+	if (rs_unlock_if_tcp(rs))
 		return rs_tcp_carrier.recvmsg(rs, msg, len, flags);
-	}
 	ret = rs_rdma_recvmsg(rs, msg, len, flags);
 	release_sock(&rs->sk);
 	return ret;
