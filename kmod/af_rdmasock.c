@@ -18,6 +18,8 @@
 #include <linux/tcp.h>
 #include <net/tcp_states.h>
 #include <net/tcp.h>
+#include <net/protocol.h>
+#include <net/ipv6.h>
 #include "rdmasock.h"
 #include "close.h"
 #include "cm.h"
@@ -37,6 +39,11 @@
 static int rs_family = RDMASOCK_FAMILY_DEFAULT;
 module_param_named(family, rs_family, int, 0444);
 MODULE_PARM_DESC(family, "socket family number to register (default 19, see docs/design.md)");
+
+static int rs_ipproto = RDMASOCK_IPPROTO_DEFAULT;
+module_param_named(ipproto, rs_ipproto, int, 0444);
+MODULE_PARM_DESC(ipproto, "protocol number of rdmasock in AF_INET and AF_INET6 (default "
+		 __stringify(RDMASOCK_IPPROTO_DEFAULT) ", 0: family only)");
 
 static bool rs_fallback_default = true;
 module_param_named(fallback, rs_fallback_default, bool, 0644);
@@ -180,19 +187,13 @@ out:
 
 static struct rs_sock *rs_new_child(struct rs_sock *listener);
 
-static struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern)
+/* What every rdmasock socket starts with, after sock_init_data(). */
+static struct rs_sock *rs_sock_setup(struct sock *sk)
 {
-	struct rs_sock *rs;
-	struct sock *sk;
+	struct rs_sock *rs = rs_sk(sk);
 
-	sk = sk_alloc(net, rs_family, GFP_KERNEL, &rs_proto, kern);
-	if (!sk)
-		return NULL;
-	sock_init_data(sock, sk);
-	sk->sk_protocol = IPPROTO_TCP;
 	sk->sk_destruct = rs_sk_destruct;
 	sk->sk_write_space = rs_write_space;
-	rs = rs_sk(sk);
 	rs_sol_init(rs);
 	spin_lock_init(&rs->lock);
 	/* Once: a busy poller of an earlier connection may hold it. */
@@ -212,9 +213,31 @@ static struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int k
 	init_waitqueue_head(&rs->close_wait);
 	rs->no_fallback = !rs_fallback_default;
 	rs->new_child = rs_new_child;
-	rs_count(net, RS_CNT_SOCKETS);
+	rs_count(sock_net(sk), RS_CNT_SOCKETS);
 	rs_proc_add(rs);
 	return rs;
+}
+
+/*
+ * A socket of the family, or (@like, a listener) one of @like's kind: a child of an
+ * IPPROTO_RDMASOCK listener is an AF_INET/AF_INET6 socket as its listener.  Of what
+ * inet_create()/inet6_create() set, nothing else is read: IP-level options and state are the
+ * TCP socket's (rs->tcp), never this one's.
+ */
+static struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int kern,
+				     const struct rs_sock *like)
+{
+	int family = like ? like->sk.sk_family : rs_family;
+	struct sock *sk;
+
+	sk = sk_alloc(net, family, GFP_KERNEL, like ? like->sk.sk_prot : &rs_proto, kern);
+	if (!sk)
+		return NULL;
+	sock_init_data(sock, sk);
+	sk->sk_protocol = like ? like->sk.sk_protocol : IPPROTO_TCP;
+	if (family == AF_INET6)
+		inet_sk(sk)->pinet6 = &container_of(rs_sk(sk), struct rs6_sock, rs)->inet6;
+	return rs_sock_setup(sk);
 }
 
 /*
@@ -225,7 +248,7 @@ static struct rs_sock *rs_new_child(struct rs_sock *listener)
 {
 	struct rs_sock *child;
 
-	child = rs_alloc_sock(sock_net(&listener->sk), NULL, 0);
+	child = rs_alloc_sock(sock_net(&listener->sk), NULL, 0, listener);
 	if (!child)
 		return NULL;
 	rs_sol_inherit(child, listener);
@@ -258,7 +281,7 @@ static int rs_create(struct net *net, struct socket *sock, int protocol, int ker
 	sock->state = SS_UNCONNECTED;
 	sock->ops = &rs_proto_ops;
 	rs_set_custom_sockopt(sock);
-	return rs_alloc_sock(net, sock, kern) ? 0 : -ENOMEM;
+	return rs_alloc_sock(net, sock, kern, NULL) ? 0 : -ENOMEM;
 }
 
 /*
@@ -270,11 +293,32 @@ static const struct rs_carrier *rs_carrier(const struct rs_sock *rs)
 	return rs_is_tcp(rs) ? &rs_tcp_carrier : &rs_rdma_carrier;
 }
 
-/* Check an address as inet_bind/inet_stream_connect would, returning its family. */
-static int rs_check_addr(struct sockaddr *addr, int len)
+/*
+ * Check an address as inet_bind/inet_stream_connect would, returning its family.  A socket of
+ * the family takes both families (the first address decides); an IPPROTO_RDMASOCK socket only
+ * its own, with TCP's errors: the length first, then the family (and AF_INET's bind takes
+ * AF_UNSPEC with INADDR_ANY, as inet_bind does).
+ */
+static int rs_check_addr(struct rs_sock *rs, struct sockaddr *addr, int len, bool bind)
 {
+	int fixed = rs_inet_family(rs);
+
 	if (len < (int)sizeof(addr->sa_family))
 		return -EINVAL;
+	if (fixed == AF_INET) {
+		if (len < (int)sizeof(struct sockaddr_in))
+			return -EINVAL;
+		if (addr->sa_family == AF_INET ||
+		    (bind && addr->sa_family == AF_UNSPEC &&
+		     ((struct sockaddr_in *)addr)->sin_addr.s_addr == htonl(INADDR_ANY)))
+			return AF_INET;
+		return -EAFNOSUPPORT;
+	}
+	if (fixed == AF_INET6) {
+		if (len < SIN6_LEN_RFC2133)
+			return -EINVAL;
+		return addr->sa_family == AF_INET6 ? AF_INET6 : -EAFNOSUPPORT;
+	}
 	switch (addr->sa_family) {
 	case AF_INET:
 		return len < (int)sizeof(struct sockaddr_in) ? -EINVAL : AF_INET;
@@ -288,11 +332,18 @@ static int rs_check_addr(struct sockaddr *addr, int len)
 static int rs_bind(struct socket *sock, struct sockaddr *addr, int len)
 {
 	struct rs_sock *rs = rs_sk(sock->sk);
+	struct sockaddr_in sin;
 	int family, err;
 
-	family = rs_check_addr(addr, len);
+	family = rs_check_addr(rs, addr, len, true);
 	if (family < 0)
 		return family;
+	if (addr->sa_family == AF_UNSPEC) {	/* inet_bind's AF_UNSPEC with INADDR_ANY */
+		sin = *(struct sockaddr_in *)addr;
+		sin.sin_family = AF_INET;
+		addr = (struct sockaddr *)&sin;
+		len = sizeof(sin);
+	}
 	lock_sock(&rs->sk);
 	err = -EINVAL;
 	if (rs->sk.sk_state != TCP_CLOSE || rs->mode != RDMASOCK_MODE_NONE || rs->cm_id ||
@@ -357,7 +408,7 @@ static int rs_connect(struct socket *sock, struct sockaddr *addr, int len, int f
 	long timeo;
 	int err;
 
-	err = rs_check_addr(addr, len);
+	err = rs_check_addr(rs, addr, len, false);
 	if (err < 0)
 		return err;
 	lock_sock(sk);
@@ -491,7 +542,7 @@ static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_a
 	child = rs_cm_accept_ready(rs);
 	if (child) {
 		sock_graft(&child->sk, newsock);
-		newsock->ops = &rs_proto_ops;
+		newsock->ops = rs->sk.sk_socket->ops;
 		newsock->state = SS_CONNECTED;
 		rs_set_custom_sockopt(newsock);
 		return 0;
@@ -504,12 +555,12 @@ static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_a
 		sock_release(tcp_child);
 		return -ECONNABORTED;
 	}
-	child = rs_alloc_sock(sock_net(&rs->sk), newsock, arg->kern);
+	child = rs_alloc_sock(sock_net(&rs->sk), newsock, arg->kern, rs);
 	if (!child) {
 		sock_release(tcp_child);
 		return -ENOMEM;
 	}
-	newsock->ops = &rs_proto_ops;
+	newsock->ops = rs->sk.sk_socket->ops;
 	newsock->state = SS_CONNECTED;
 	rs_set_custom_sockopt(newsock);
 	child->mode = RDMASOCK_MODE_TCP;
@@ -918,6 +969,106 @@ static void rs_set_keepalive(struct sock *sk, int on)
 	rs_keepalive_set(rs, on);
 }
 
+/* proto->init of an IPPROTO_RDMASOCK socket: inet_create()/inet6_create() made the rest. */
+static int rs_inet_init(struct sock *sk)
+{
+	rs_sock_setup(sk);
+	if (sk->sk_socket)
+		rs_set_custom_sockopt(sk->sk_socket);
+	return 0;
+}
+
+/* sk_common_release() calls it when inet_create() fails after init: nothing is hashed. */
+static void rs_unhash(struct sock *sk)
+{
+}
+
+/* The same calls under AF_INET and AF_INET6 (rs_init() copies rs_proto_ops, for .family). */
+static struct proto_ops rs_inet_ops __ro_after_init;
+static struct proto_ops rs_inet6_ops __ro_after_init;
+
+static struct proto rs_inet_proto = {
+	.name = "RDMASOCK-INET",
+	.owner = THIS_MODULE,
+	.obj_size = sizeof(struct rs_sock),
+	.init = rs_inet_init,
+	.unhash = rs_unhash,
+	.keepalive = rs_set_keepalive,
+};
+
+static struct proto rs_inet6_proto = {
+	.name = "RDMASOCK-INET6",
+	.owner = THIS_MODULE,
+	.obj_size = sizeof(struct rs6_sock),
+#ifdef RDMASOCK_PROTO_IPV6_PINFO_OFFSET
+	.ipv6_pinfo_offset = offsetof(struct rs6_sock, inet6),
+#endif
+	.init = rs_inet_init,
+	.unhash = rs_unhash,
+	.keepalive = rs_set_keepalive,
+};
+
+static struct inet_protosw rs_inet_protosw = {
+	.type = SOCK_STREAM,
+	.prot = &rs_inet_proto,
+	.ops = &rs_inet_ops,
+};
+
+static struct inet_protosw rs_inet6_protosw = {
+	.type = SOCK_STREAM,
+	.prot = &rs_inet6_proto,
+	.ops = &rs_inet6_ops,
+};
+
+/* socket(AF_INET or AF_INET6, SOCK_STREAM, IPPROTO_RDMASOCK), unless ipproto=0. */
+static int rs_inet_register(void)
+{
+	int err;
+
+	if (!rs_ipproto)
+		return 0;
+	if (rs_ipproto < 0 || rs_ipproto >= IPPROTO_MAX || rs_ipproto == IPPROTO_TCP ||
+	    rs_ipproto == IPPROTO_MPTCP) {
+		pr_err("ipproto=%d is not a free protocol number below %d\n", rs_ipproto,
+		       IPPROTO_MAX);
+		return -EINVAL;
+	}
+	rs_inet_ops = rs_proto_ops;
+	rs_inet_ops.family = PF_INET;
+	rs_inet6_ops = rs_proto_ops;
+	rs_inet6_ops.family = PF_INET6;
+	err = proto_register(&rs_inet_proto, 1);
+	if (err)
+		return err;
+	err = proto_register(&rs_inet6_proto, 1);
+	if (err)
+		goto out_inet;
+	rs_inet_protosw.protocol = rs_ipproto;
+	rs_inet6_protosw.protocol = rs_ipproto;
+	inet_register_protosw(&rs_inet_protosw);
+	err = inet6_register_protosw(&rs_inet6_protosw);
+	if (err)
+		goto out_protosw;
+	return 0;
+
+out_protosw:
+	inet_unregister_protosw(&rs_inet_protosw);
+	proto_unregister(&rs_inet6_proto);
+out_inet:
+	proto_unregister(&rs_inet_proto);
+	return err;
+}
+
+static void rs_inet_unregister(void)
+{
+	if (!rs_ipproto)
+		return;
+	inet6_unregister_protosw(&rs_inet6_protosw);
+	inet_unregister_protosw(&rs_inet_protosw);
+	proto_unregister(&rs_inet6_proto);
+	proto_unregister(&rs_inet_proto);
+}
+
 static struct proto rs_proto = {
 	.name = "RDMASOCK",
 	.owner = THIS_MODULE,
@@ -941,6 +1092,9 @@ static int __init rs_init(void)
 	BUILD_BUG_ON(sizeof(struct rs_resize) != RS_RESIZE_SIZE);
 	/* Cursors go mod 2^30, urgent marks mod 2^29: both larger than a ring. */
 	BUILD_BUG_ON(RS_RING_MAX >= RS_CTRL_URG);
+	/* Before 6.5, inet6_create() finds the ipv6_pinfo at the end of the object. */
+	BUILD_BUG_ON(offsetof(struct rs6_sock, inet6) + sizeof(struct ipv6_pinfo) !=
+		     sizeof(struct rs6_sock));
 	if (rs_family <= AF_UNSPEC || rs_family >= NPROTO) {
 		pr_err("family=%d is outside 1..%d\n", rs_family, NPROTO - 1);
 		return -EINVAL;
@@ -967,9 +1121,15 @@ static int __init rs_init(void)
 	err = rs_dev_init();
 	if (err)
 		goto out_sock;
-	pr_info("family %d registered\n", rs_family);
+	err = rs_inet_register();
+	if (err)
+		goto out_dev;
+	pr_info("family %d registered, and protocol %d of AF_INET and AF_INET6\n", rs_family,
+		rs_ipproto);
 	return 0;
 
+out_dev:
+	rs_dev_exit();
 out_sock:
 	sock_unregister(rs_family);
 out_proto:
@@ -985,6 +1145,7 @@ out_wq:
 
 static void __exit rs_exit(void)
 {
+	rs_inet_unregister();
 	sock_unregister(rs_family);
 	rs_dev_exit();
 	destroy_workqueue(rs_wq);
@@ -997,4 +1158,7 @@ static void __exit rs_exit(void)
 module_init(rs_init);
 module_exit(rs_exit);
 MODULE_LICENSE("GPL");
+/* socket(AF_INET or AF_INET6, SOCK_STREAM, IPPROTO_RDMASOCK) loads the module, as for SCTP or SMC. */
+MODULE_ALIAS("net-pf-2-proto-" __stringify(RDMASOCK_IPPROTO_DEFAULT) "-type-1");
+MODULE_ALIAS("net-pf-10-proto-" __stringify(RDMASOCK_IPPROTO_DEFAULT) "-type-1");
 MODULE_DESCRIPTION("rdmasock: TCP-semantics stream sockets over RDMA RC queue pairs");

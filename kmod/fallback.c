@@ -522,6 +522,9 @@ int rs_tcp_ensure(struct rs_sock *rs, int family)
 	int err;
 
 	sock_owned_by_me(&rs->sk);
+	/* An IPPROTO_RDMASOCK socket's is its own family's, whatever the caller would choose. */
+	if (rs_inet_family(rs))
+		family = rs_inet_family(rs);
 	if (rs->tcp && (rs->tcp->sk->sk_family == family || inet_sk(rs->tcp->sk)->inet_num ||
 			rs->tcp->sk->sk_state != TCP_CLOSE || rs->mode != RDMASOCK_MODE_NONE ||
 			rs->tcp_final)) {
@@ -682,7 +685,12 @@ static int rs_tcp_getname(struct rs_sock *rs, struct sockaddr *addr, int peer)
 		return rs->tcp->ops->getname(rs->tcp, addr, peer);
 	if (peer)
 		return -ENOTCONN;
-	/* Unbound, family still unknown: report what an unbound AF_INET socket reports. */
+	/* Unbound: what an unbound socket of its family (AF_INET while still unknown) reports. */
+	if (rs_inet_family(rs) == AF_INET6) {
+		memset(addr, 0, sizeof(struct sockaddr_in6));
+		addr->sa_family = AF_INET6;
+		return sizeof(struct sockaddr_in6);
+	}
 	memset(addr, 0, sizeof(struct sockaddr_in));
 	addr->sa_family = AF_INET;
 	return sizeof(struct sockaddr_in);

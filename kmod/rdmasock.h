@@ -12,6 +12,8 @@
 #include <linux/irq_poll.h>
 #include <linux/workqueue.h>
 #include <net/sock.h>
+#include <net/inet_sock.h>
+#include <linux/ipv6.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 #include <linux/rdmasock.h>
@@ -112,7 +114,14 @@ struct rs_sol {
 };
 
 struct rs_sock {
-	struct sock sk;			/* must be first */
+	/*
+	 * First: an AF_INET/AF_INET6 socket of protocol IPPROTO_RDMASOCK is made by inet_create() /
+	 * inet6_create(), which write inet_sock fields; a socket of the family uses only sk.
+	 */
+	union {
+		struct sock sk;
+		struct inet_sock inet;
+	};
 
 	/* Mode and fallback (fallback.c). */
 	u8 mode;			/* enum rdmasock_mode */
@@ -259,9 +268,24 @@ struct rs_sock {
 	void (*tcp_cb[RS_TCP_NR_CB])(struct sock *sk);
 };
 
+/*
+ * An AF_INET6 socket of protocol IPPROTO_RDMASOCK: inet6_create() finds the ipv6_pinfo at the
+ * end (proto.obj_size, before 6.5) or at proto.ipv6_pinfo_offset.
+ */
+struct rs6_sock {
+	struct rs_sock rs;
+	struct ipv6_pinfo inet6;
+};
+
 static inline struct rs_sock *rs_sk(const struct sock *sk)
 {
 	return (struct rs_sock *)sk;
+}
+
+/* The address family an IPPROTO_RDMASOCK socket was made for; 0 for a socket of the family. */
+static inline int rs_inet_family(const struct rs_sock *rs)
+{
+	return rs->sk.sk_family == AF_INET || rs->sk.sk_family == AF_INET6 ? rs->sk.sk_family : 0;
 }
 
 /* Is the socket's carrier TCP, for good (rs_carrier())? */

@@ -96,8 +96,13 @@ static socklen_t random_addr(struct sockaddr_storage *ss)
 
 static void new_socket(int i)
 {
-	int fd = socket(rs_family_number(), SOCK_STREAM | (may_block && rnd(2) ? 0 : SOCK_NONBLOCK),
-			rnd(4) ? 0 : IPPROTO_TCP);
+	int type = SOCK_STREAM | (may_block && rnd(2) ? 0 : SOCK_NONBLOCK), fd;
+
+	/* The family's sockets, and a third of the time IPPROTO_RDMASOCK ones of either family. */
+	if (rnd(3) || rs_ipproto_number() <= 0)
+		fd = socket(rs_family_number(), type, rnd(4) ? 0 : IPPROTO_TCP);
+	else
+		fd = socket(rnd(2) ? AF_INET : AF_INET6, type, rs_ipproto_number());
 
 	bound_waits(fd);
 	put_fd(i, fd);

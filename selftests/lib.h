@@ -19,18 +19,25 @@
 #include <unistd.h>
 #include <linux/rdmasock.h>
 
-enum carrier { CARRIER_TCP, CARRIER_RDMASOCK };
+/*
+ * TCP, the oracle; rdmasock as a family (socket(<family>, SOCK_STREAM, 0)); rdmasock as a protocol
+ * of AF_INET/AF_INET6 (socket(AF_INET*, SOCK_STREAM, IPPROTO_RDMASOCK)).  The two rdmasock
+ * carriers are one implementation and must behave the same.
+ */
+enum carrier { CARRIER_TCP, CARRIER_RDMASOCK, CARRIER_IPPROTO };
 
 /*
- * The four carrier variants of a fixture (kselftest_harness.h) whose FIXTURE_VARIANT has
- * `enum carrier carrier` and `int af`: TCP, the oracle, and rdmasock, each over IPv4 and IPv6.
- * More designated initialisers, the same for all four, may follow the fixture's name.
+ * The six carrier variants of a fixture (kselftest_harness.h) whose FIXTURE_VARIANT has
+ * `enum carrier carrier` and `int af`: TCP, rdmasock's family and rdmasock's IPPROTO, each over
+ * IPv4 and IPv6.  More designated initialisers, the same for all, may follow the fixture's name.
  */
 #define CARRIER_VARIANTS(fixture, ...)								\
 	FIXTURE_VARIANT_ADD(fixture, tcp4) { .carrier = CARRIER_TCP, .af = AF_INET, __VA_ARGS__ };	\
 	FIXTURE_VARIANT_ADD(fixture, tcp6) { .carrier = CARRIER_TCP, .af = AF_INET6, __VA_ARGS__ };	\
 	FIXTURE_VARIANT_ADD(fixture, rdma4) { .carrier = CARRIER_RDMASOCK, .af = AF_INET, __VA_ARGS__ }; \
-	FIXTURE_VARIANT_ADD(fixture, rdma6) { .carrier = CARRIER_RDMASOCK, .af = AF_INET6, __VA_ARGS__ }
+	FIXTURE_VARIANT_ADD(fixture, rdma6) { .carrier = CARRIER_RDMASOCK, .af = AF_INET6, __VA_ARGS__ }; \
+	FIXTURE_VARIANT_ADD(fixture, ipp4) { .carrier = CARRIER_IPPROTO, .af = AF_INET, __VA_ARGS__ };	\
+	FIXTURE_VARIANT_ADD(fixture, ipp6) { .carrier = CARRIER_IPPROTO, .af = AF_INET6, __VA_ARGS__ }
 
 static inline int rs_family_number(void)
 {
@@ -45,10 +52,34 @@ static inline int rs_family_number(void)
 	return fam;
 }
 
-/* The socket() family for a carrier and an address family. */
+static inline int rs_ipproto_number(void)
+{
+	FILE *f = fopen(RDMASOCK_IPPROTO_PARAM, "r");
+	int proto = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &proto) != 1)
+		proto = -1;
+	fclose(f);
+	return proto;
+}
+
+/* The socket() family for a carrier and an address family (SO_DOMAIN says it too). */
 static inline int carrier_family(enum carrier c, int af)
 {
-	return c == CARRIER_TCP ? af : rs_family_number();
+	return c == CARRIER_RDMASOCK ? rs_family_number() : af;
+}
+
+/* The socket() protocol (0: the family's default); SO_PROTOCOL says IPPROTO_TCP but for IPPROTO. */
+static inline int carrier_protocol(enum carrier c)
+{
+	return c == CARRIER_IPPROTO ? rs_ipproto_number() : 0;
+}
+
+static inline int carrier_socket(enum carrier c, int af, int type)
+{
+	return socket(carrier_family(c, af), type, carrier_protocol(c));
 }
 
 /* The test host's own address on the RDMA-capable interface (127.0.0.1 has no RDMA path). */
@@ -82,7 +113,7 @@ static inline unsigned short addr_port(const struct sockaddr_storage *ss)
 /* A listening socket on the host address, ephemeral port; *ss receives the bound address. */
 static inline int make_listener(enum carrier c, int af, struct sockaddr_storage *ss, socklen_t *len)
 {
-	int one = 1, fd = socket(carrier_family(c, af), SOCK_STREAM, 0);
+	int one = 1, fd = carrier_socket(c, af, SOCK_STREAM);
 
 	if (fd < 0)
 		return -1;
@@ -105,7 +136,7 @@ static inline int make_pair(enum carrier c, int af, int *cfd, int *sfd)
 
 	if (lfd < 0)
 		return -1;
-	*cfd = socket(carrier_family(c, af), SOCK_STREAM, 0);
+	*cfd = carrier_socket(c, af, SOCK_STREAM);
 	if (*cfd < 0 || connect(*cfd, (struct sockaddr *)&ss, len)) {
 		close(lfd);
 		return -1;

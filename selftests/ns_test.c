@@ -51,7 +51,7 @@ TEST_F(priv, unprivileged_user_connects_but_cannot_bind_low_ports)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = host_addr(variant->af, &ss, 80);
-	int fd = socket(carrier_family(variant->carrier, variant->af), SOCK_STREAM, 0), c, s;
+	int fd = carrier_socket(variant->carrier, variant->af, SOCK_STREAM), c, s;
 	char buf[2];
 
 	ASSERT_LE(0, fd);
