@@ -29,6 +29,7 @@
 #include "fallback.h"
 #include "grow.h"
 #include "keepalive.h"
+#include "policy.h"
 #include "proc.h"
 #include "rdma.h"
 #include "stats.h"
@@ -59,6 +60,7 @@ static void rs_sk_destruct(struct sock *sk)
 	struct rs_sock *rs = rs_sk(sk);
 
 	WARN_ON_ONCE(rs->cm_id || rs->qp || rs->tcp);
+	rs_policy_put(rs->policy);
 	rs_proc_del(rs);
 	if (rs->parent)
 		sock_put(&rs->parent->sk);
@@ -274,6 +276,8 @@ static struct rs_sock *rs_new_child(struct rs_sock *listener)
 
 static int rs_create(struct net *net, struct socket *sock, int protocol, int kern)
 {
+	struct rs_sock *rs;
+
 	if (sock->type != SOCK_STREAM)
 		return -ESOCKTNOSUPPORT;
 	if (protocol && protocol != IPPROTO_TCP)
@@ -281,7 +285,12 @@ static int rs_create(struct net *net, struct socket *sock, int protocol, int ker
 	sock->state = SS_UNCONNECTED;
 	sock->ops = &rs_proto_ops;
 	rs_set_custom_sockopt(sock);
-	return rs_alloc_sock(net, sock, kern, NULL) ? 0 : -ENOMEM;
+	rs = rs_alloc_sock(net, sock, kern, NULL);
+	if (!rs)
+		return -ENOMEM;
+	if (!kern)
+		rs->policy = rs_policy_get_current();
+	return 0;
 }
 
 /*
@@ -373,6 +382,9 @@ static int rs_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len)
 	err = rs_tcp_ensure(rs, addr->sa_family);
 	if (err)
 		return err;
+	/* The rules of its cgroup's switch (policy.c), as the preload shim applies its own. */
+	if (!rs->force_tcp && !rs_policy_allows(rs->policy, addr, false))
+		rs->force_tcp = true;
 	if (rs->force_tcp)
 		return rs_tcp_connect_start(rs, addr, len, RDMASOCK_REASON_FORCED);
 	if (rs_neg_cache_hit(sock_net(&rs->sk), addr) && !rs->no_fallback)
@@ -498,6 +510,13 @@ static int rs_listen(struct socket *sock, int backlog)
 	 * rdma_cm's clients take theirs too) is TCP's choice; if rdma_cm's space has it taken, that
 	 * only costs RDMA (counted).  An address without an RDMA device serves TCP only.
 	 */
+	if (!rs->force_tcp && rs->policy) {
+		struct sockaddr_storage ss;
+
+		if (kernel_getsockname(rs->tcp, (struct sockaddr *)&ss) >= 0 &&
+		    !rs_policy_allows(rs->policy, (struct sockaddr *)&ss, true))
+			rs->force_tcp = true;
+	}
 	cm_err = rs->force_tcp ? -EPERM : 0;
 	if (!cm_err && !sk->sk_reuseport && inet_sk(rs->tcp->sk)->inet_num &&
 	    rs_port_chosen(rs)) {
@@ -972,9 +991,12 @@ static void rs_set_keepalive(struct sock *sk, int on)
 /* proto->init of an IPPROTO_RDMASOCK socket: inet_create()/inet6_create() made the rest. */
 static int rs_inet_init(struct sock *sk)
 {
-	rs_sock_setup(sk);
+	struct rs_sock *rs = rs_sock_setup(sk);
+
 	if (sk->sk_socket)
 		rs_set_custom_sockopt(sk->sk_socket);
+	if (!sk->sk_kern_sock)
+		rs->policy = rs_policy_get_current();
 	return 0;
 }
 
@@ -1124,6 +1146,7 @@ static int __init rs_init(void)
 	err = rs_inet_register();
 	if (err)
 		goto out_dev;
+	rs_policy_init(rs_ipproto);
 	pr_info("family %d registered, and protocol %d of AF_INET and AF_INET6\n", rs_family,
 		rs_ipproto);
 	return 0;
@@ -1147,6 +1170,7 @@ static void __exit rs_exit(void)
 {
 	rs_inet_unregister();
 	sock_unregister(rs_family);
+	rs_policy_exit();
 	rs_dev_exit();
 	destroy_workqueue(rs_wq);
 	rs_neg_cache_exit();

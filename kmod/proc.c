@@ -63,6 +63,7 @@ static const char * const rs_counter_names[RS_CNT_WC_ERR] = {
 	[RS_CNT_ORPHAN_DROPPED] = "orphans_dropped",
 	[RS_CNT_ORPHAN_TIMEOUT] = "orphans_timed_out",
 	[RS_CNT_RP_TO_TCP] = "reuseport_to_tcp",
+	[RS_CNT_CGROUP_SOCKET] = "cgroup_sockets",
 };
 
 /* "name netns global", one counter a line; fallbacks and completion errors by name. */

@@ -132,6 +132,7 @@ struct rs_sock {
 	bool cork;			/* for the RDMA path and for each TCP socket */
 	u32 user_timeout;		/* we make (TCP_USER_TIMEOUT, ms) */
 	struct socket *tcp;		/* kernel TCP: port owner, fallback carrier, listener */
+	struct rs_policy *policy;	/* its cgroup's rules (policy.c), from socket() on */
 	struct rs_sol sol_seen;		/* our SOL_SOCKET state as last passed to rs->tcp */
 	u32 sol_set;			/* BIT(RS_SOL_*) the user ever changed */
 

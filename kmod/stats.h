@@ -24,6 +24,7 @@ enum rs_counter {
 	RS_CNT_ORPHAN_DROPPED,	/* a close beyond max_orphans reset its connection */
 	RS_CNT_ORPHAN_TIMEOUT,	/* an orphan's peer took nothing for TCP_USER_TIMEOUT: reset */
 	RS_CNT_RP_TO_TCP,	/* reuseport group: TCP's choice was a plain TCP listener */
+	RS_CNT_CGROUP_SOCKET,	/* a TCP socket() made an rdmasock one by the cgroup switch */
 	RS_CNT_WC_ERR,		/* + ib_wc_status: RS_CNT_WC_ERR + status */
 	RS_CNT_MAX = RS_CNT_WC_ERR + IB_WC_GENERAL_ERR + 1
 };

@@ -170,17 +170,48 @@ else
 	not_ok "policy errors reported with rule and line numbers" "status $st" "$out"
 fi
 
-# rmmod is refused while an rdmasock socket is open (the socket pins the module).
+# The shim's sockets: AF_INET/AF_INET6 of IPPROTO_RDMASOCK by default (a program inspecting
+# its socket finds its own family), the family's with --family.
 fam=$(cat /sys/module/rdmasock/parameters/family)
-if python3 -c "
+proto=$(cat /sys/module/rdmasock/parameters/ipproto)
+inspect="
+import socket
+for f in (socket.AF_INET, socket.AF_INET6):
+    s = socket.socket(f)
+    print(s.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN), s.getsockopt(socket.SOL_SOCKET, socket.SO_PROTOCOL))"
+out=$($run python3 -c "$inspect" | tr '\n' ' ')
+out2=$("$top/build/userlib/rdmasock-run" -q --family -- python3 -c "$inspect" | tr '\n' ' ')
+if [ "$out" = "2 $proto 10 $proto " ] && [ "$out2" = "$fam 6 $fam 6 " ]; then
+	ok "the shim's sockets: AF_INET/AF_INET6 of protocol $proto; the family's with --family"
+else
+	not_ok "the shim's sockets: AF_INET/AF_INET6 of protocol $proto; the family's with --family" \
+		"default: '$out', want '2 $proto 10 $proto '" "--family: '$out2', want '$fam 6 $fam 6 '"
+fi
+
+# The family path still carries a real program over RDMA.
+begin
+$run python3 -m http.server --bind "$addr" 8091 --directory "$work" > /dev/null 2>&1 &
+pids+=($!)
+wait_port 8091
+sum=$("$top/build/userlib/rdmasock-run" -q --family -- curl -s "http://$addr:8091/blob" | sha256sum)
+st=$?
+[ "$sum" = "$(sha256sum < "$work/blob")" ] || st=1
+check "preload with --family: curl from python http.server, checksum" 2 0 $st
+stop_all
+
+# rmmod is refused while an rdmasock socket is open (the socket pins the module), either kind.
+for how in "$fam, socket.SOCK_STREAM" "socket.AF_INET, socket.SOCK_STREAM, $proto" \
+	   "socket.AF_INET6, socket.SOCK_STREAM, $proto"; do
+	if python3 -c "
 import socket, subprocess, sys
-s = socket.socket($fam, socket.SOCK_STREAM)
+s = socket.socket($how)
 r = subprocess.run(['rmmod', 'rdmasock'], capture_output=True)
 sys.exit(0 if r.returncode != 0 else 1)" && [ -d /sys/module/rdmasock ]; then
-	ok "rmmod refused while a socket is open"
-else
-	not_ok "rmmod refused while a socket is open"
-fi
+		ok "rmmod refused while a socket is open: socket($how)"
+	else
+		not_ok "rmmod refused while a socket is open: socket($how)"
+	fi
+done
 
 echo "1..$n"
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"

@@ -11,7 +11,8 @@ PKGS=(linux-image-amd64 linux-headers-amd64 linux-image-6.12-amd64 linux-headers
 	qemu-system-x86 busybox-static rdma-core ibverbs-utils rdmacm-utils perftest libibverbs-dev
 	librdmacm-dev iproute2 sparse linux-source-6.1 kmod xz-utils cpio gcc make bc flex bison
 	libelf-dev procps iperf3 sockperf redis-server redis-tools nginx openssh-server
-	openssh-client curl python3 libssl-dev libpython3.11-testsuite)
+	openssh-client curl python3 libssl-dev libpython3.11-testsuite clang libbpf-dev bpftool
+	golang-go)
 
 missing=()
 for p in "${PKGS[@]}"; do

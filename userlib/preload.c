@@ -2,12 +2,16 @@
 /*
  * librdmasock-preload.so: make an unchanged program's TCP sockets rdmasock sockets.
  *
- * socket(AF_INET or AF_INET6, SOCK_STREAM, 0 or IPPROTO_TCP) becomes socket(<rdmasock family>, ...),
- * the family read once from the module's sysfs parameter.  When the module is absent or refuses,
- * the original call is made: nothing breaks, everything stays TCP.  Other sockets are not touched.
+ * socket(AF_INET or AF_INET6, SOCK_STREAM, 0 or IPPROTO_TCP) becomes socket(AF_INET or AF_INET6,
+ * SOCK_STREAM, IPPROTO_RDMASOCK): the same family, so a program that inspects its socket finds
+ * AF_INET/AF_INET6 (SO_PROTOCOL says IPPROTO_RDMASOCK).  Where the module has no protocol number
+ * (loaded with ipproto=0), or with RDMASOCK_FAMILY=1, it becomes socket(<rdmasock family>, ...)
+ * instead.  Both numbers are read once from the module's sysfs parameters.  When the module is
+ * absent or refuses, the original call is made: nothing breaks, everything stays TCP.  Other
+ * sockets are not touched.
  *
- * setsockopt(SOL_SOCKET, SO_REUSEPORT), which kernels before 6.6 refuse to other families, is
- * passed as RDMASOCK_REUSEPORT.
+ * setsockopt(SOL_SOCKET, SO_REUSEPORT), which kernels before 6.6 refuse to other families than
+ * AF_INET and AF_INET6, is passed as RDMASOCK_REUSEPORT on a socket of the family.
  *
  * Policy (which connections may use RDMA) needs the address, so connect() and listen() are
  * intercepted too: a socket a rule excludes is switched to plain kernel TCP with the
@@ -49,6 +53,7 @@ static int (*real_connect)(int, const struct sockaddr *, socklen_t);
 static int (*real_listen)(int, int);
 static int (*real_setsockopt)(int, int, int, const void *, socklen_t);
 static int rdmasock_family = -1;
+static int rdmasock_ipproto = -1;
 static bool debug;
 static struct rule rules[MAX_RULES];
 static int nrules;
@@ -246,12 +251,26 @@ static bool policy_allows(const struct sockaddr *sa, bool listening)
 	return true;
 }
 
+/* A module parameter's number; -1 when the module is not loaded. */
+static int read_param(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char buf[16];
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return atoi(buf);
+}
+
 __attribute__((constructor)) static void rdmasock_preload_init(void)
 {
 	const char *d = getenv("RDMASOCK_DEBUG"), *p;
-	char buf[16];
-	ssize_t n;
-	int fd;
 
 	real_socket = dlsym(RTLD_NEXT, "socket");
 	real_connect = dlsym(RTLD_NEXT, "connect");
@@ -265,15 +284,10 @@ __attribute__((constructor)) static void rdmasock_preload_init(void)
 	p = getenv("RDMASOCK_POLICY_FILE");
 	if (p && *p)
 		load_policy_file(p);
-	fd = open(RDMASOCK_FAMILY_PARAM, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n > 0) {
-		buf[n] = 0;
-		rdmasock_family = atoi(buf);
-	}
+	rdmasock_family = read_param(RDMASOCK_FAMILY_PARAM);
+	p = getenv("RDMASOCK_FAMILY");
+	if (!p || !*p || !strcmp(p, "0"))
+		rdmasock_ipproto = read_param(RDMASOCK_IPPROTO_PARAM);
 }
 
 static bool eligible(int domain, int type, int protocol)
@@ -286,18 +300,31 @@ static bool eligible(int domain, int type, int protocol)
 
 EXPORT int socket(int domain, int type, int protocol)
 {
-	int fd, err;
+	const char *dom = domain == AF_INET ? "AF_INET" : "AF_INET6";
+	int fd, err = 0;
 
-	if (!eligible(domain, type, protocol) || rdmasock_family <= 0)
+	if (!eligible(domain, type, protocol) || (rdmasock_family <= 0 && rdmasock_ipproto <= 0))
 		return real_socket(domain, type, protocol);
-	fd = real_socket(rdmasock_family, type, protocol);
-	if (fd >= 0) {
-		if (debug)
-			say("socket(%s) fd %d: rdmasock", domain == AF_INET ? "AF_INET" : "AF_INET6",
-			    fd);
-		return fd;
+	if (rdmasock_ipproto > 0) {
+		fd = real_socket(domain, type, rdmasock_ipproto);
+		if (fd >= 0) {
+			if (debug)
+				say("socket(%s) fd %d: rdmasock (IPPROTO %d)", dom, fd,
+				    rdmasock_ipproto);
+			return fd;
+		}
+		err = errno;
 	}
-	err = errno;
+	if (rdmasock_family > 0) {
+		fd = real_socket(rdmasock_family, type, protocol);
+		if (fd >= 0) {
+			if (debug)
+				say("socket(%s) fd %d: rdmasock (family %d)", dom, fd,
+				    rdmasock_family);
+			return fd;
+		}
+		err = errno;
+	}
 	fd = real_socket(domain, type, protocol);
 	if (debug)
 		say("socket fd %d: tcp (rdmasock refused: %s)", fd, strerror(err));
@@ -306,11 +333,15 @@ EXPORT int socket(int domain, int type, int protocol)
 
 static bool is_rdmasock(int fd)
 {
-	int dom = -1;
-	socklen_t len = sizeof(dom);
+	int val = -1;
+	socklen_t len = sizeof(val);
 
-	return rdmasock_family > 0 && !getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) &&
-	       dom == rdmasock_family;
+	if (rdmasock_ipproto > 0 && !getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &val, &len) &&
+	    val == rdmasock_ipproto)
+		return true;
+	len = sizeof(val);
+	return rdmasock_family > 0 && !getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &val, &len) &&
+	       val == rdmasock_family;
 }
 
 /* Apply the policy to an rdmasock socket about to connect to / listen on @sa. */
