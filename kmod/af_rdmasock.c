@@ -947,25 +947,31 @@ static int rs_set_rcvlowat(struct sock *sk, int val)
 	return rs_tcp_set_rcvlowat(rs_sk(sk), val);
 }
 
-static const struct proto_ops rs_proto_ops = {
-	.owner = THIS_MODULE,
-	.release = rs_release_op,
-	.bind = rs_bind,
-	.connect = rs_connect,
-	.socketpair = sock_no_socketpair,
-	.accept = rs_accept,
-	.getname = rs_getname,
-	.poll = rs_poll,
-	.ioctl = rs_ioctl,
-	.listen = rs_listen,
-	.shutdown = rs_shutdown_op,
-	.setsockopt = rs_setsockopt,
-	.getsockopt = rs_getsockopt,
-	.sendmsg = rs_sendmsg,
-	.recvmsg = rs_recvmsg,
-	.mmap = sock_no_mmap,
-	.set_rcvlowat = rs_set_rcvlowat,
-};
+/* The same calls for the family's sockets and for AF_INET's and AF_INET6's (.family differs). */
+#define RS_PROTO_OPS(fam) {				\
+	.family = (fam),				\
+	.owner = THIS_MODULE,				\
+	.release = rs_release_op,			\
+	.bind = rs_bind,				\
+	.connect = rs_connect,				\
+	.socketpair = sock_no_socketpair,		\
+	.accept = rs_accept,				\
+	.getname = rs_getname,				\
+	.poll = rs_poll,				\
+	.ioctl = rs_ioctl,				\
+	.listen = rs_listen,				\
+	.shutdown = rs_shutdown_op,			\
+	.setsockopt = rs_setsockopt,			\
+	.getsockopt = rs_getsockopt,			\
+	.sendmsg = rs_sendmsg,				\
+	.recvmsg = rs_recvmsg,				\
+	.mmap = sock_no_mmap,				\
+	.set_rcvlowat = rs_set_rcvlowat,		\
+}
+
+static const struct proto_ops rs_proto_ops = RS_PROTO_OPS(PF_UNSPEC);
+static const struct proto_ops rs_inet_ops = RS_PROTO_OPS(PF_INET);
+static const struct proto_ops rs_inet6_ops = RS_PROTO_OPS(PF_INET6);
 
 static int rs_family_create(struct net *net, struct socket *sock, int protocol, int kern)
 {
@@ -1004,10 +1010,6 @@ static int rs_inet_init(struct sock *sk)
 static void rs_unhash(struct sock *sk)
 {
 }
-
-/* The same calls under AF_INET and AF_INET6 (rs_init() copies rs_proto_ops, for .family). */
-static struct proto_ops rs_inet_ops __ro_after_init;
-static struct proto_ops rs_inet6_ops __ro_after_init;
 
 static struct proto rs_inet_proto = {
 	.name = "RDMASOCK-INET",
@@ -1055,10 +1057,6 @@ static int rs_inet_register(void)
 		       IPPROTO_MAX);
 		return -EINVAL;
 	}
-	rs_inet_ops = rs_proto_ops;
-	rs_inet_ops.family = PF_INET;
-	rs_inet6_ops = rs_proto_ops;
-	rs_inet6_ops.family = PF_INET6;
 	err = proto_register(&rs_inet_proto, 1);
 	if (err)
 		return err;
@@ -1182,7 +1180,7 @@ static void __exit rs_exit(void)
 module_init(rs_init);
 module_exit(rs_exit);
 MODULE_LICENSE("GPL");
-/* socket(AF_INET or AF_INET6, SOCK_STREAM, IPPROTO_RDMASOCK) loads the module, as for SCTP or SMC. */
+/* socket(AF_INET or AF_INET6, SOCK_STREAM, IPPROTO_RDMASOCK) loads the module, as SCTP's. */
 MODULE_ALIAS("net-pf-2-proto-" __stringify(RDMASOCK_IPPROTO_DEFAULT) "-type-1");
 MODULE_ALIAS("net-pf-10-proto-" __stringify(RDMASOCK_IPPROTO_DEFAULT) "-type-1");
 MODULE_DESCRIPTION("rdmasock: TCP-semantics stream sockets over RDMA RC queue pairs");

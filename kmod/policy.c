@@ -242,7 +242,7 @@ static struct rs_policy *rs_policy_find_current(void)
 {
 	struct cgroup *cg;
 
-	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "rs_policy_find_current() needs RCU");
+	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "the cgroup table is read under RCU");
 	for (cg = task_dfl_cgroup(current); cg; cg = cgroup_parent(cg)) {
 		u64 id = cgroup_id(cg);
 

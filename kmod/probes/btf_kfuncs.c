@@ -9,6 +9,7 @@ __bpf_kfunc int probe_kfunc(int x)
 {
 	return x;
 }
+
 __bpf_kfunc_end_defs();
 
 BTF_KFUNCS_START(probe_ids)
