@@ -19,6 +19,7 @@
 #include <net/tcp_states.h>
 #include <net/tcp.h>
 #include <net/protocol.h>
+#include <linux/bpf-cgroup.h>
 #include <net/ipv6.h>
 #include "rdmasock.h"
 #include "close.h"
@@ -221,6 +222,21 @@ static struct rs_sock *rs_sock_setup(struct sock *sk)
 }
 
 /*
+ * An AF_INET/AF_INET6 rdmasock socket takes its TCP socket's lock inside its own (rs->tcp is of the
+ * same family): its own lockdep class, as the family's sockets have by their family number.
+ */
+static void rs_inet_lock_class(struct sock *sk)
+{
+	static struct lock_class_key slock_key[2], sk_key[2];
+	int v6 = sk->sk_family == AF_INET6;
+
+	sock_lock_init_class_and_name(sk, v6 ? "slock-AF_INET6-RDMASOCK" : "slock-AF_INET-RDMASOCK",
+				      &slock_key[v6],
+				      v6 ? "sk_lock-AF_INET6-RDMASOCK" : "sk_lock-AF_INET-RDMASOCK",
+				      &sk_key[v6]);
+}
+
+/*
  * A socket of the family, or (@like, a listener) one of @like's kind: a child of an
  * IPPROTO_RDMASOCK listener is an AF_INET/AF_INET6 socket as its listener.  Of what
  * inet_create()/inet6_create() set, nothing else is read: IP-level options and state are the
@@ -237,6 +253,8 @@ static struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int k
 		return NULL;
 	sock_init_data(sock, sk);
 	sk->sk_protocol = like ? like->sk.sk_protocol : IPPROTO_TCP;
+	if (family == AF_INET || family == AF_INET6)
+		rs_inet_lock_class(sk);
 	if (family == AF_INET6)
 		inet_sk(sk)->pinet6 = &container_of(rs_sk(sk), struct rs6_sock, rs)->inet6;
 	return rs_sock_setup(sk);
@@ -937,6 +955,9 @@ static int rs_release_op(struct socket *sock)
 
 	if (!sk)
 		return 0;
+	/* inet_release()'s: cgroup BPF saw this socket's creation in inet_create(). */
+	if (rs_inet_family(rs_sk(sk)) && !sk->sk_kern_sock)
+		BPF_CGROUP_RUN_PROG_INET_SOCK_RELEASE(sk);
 	rs_release(rs_sk(sk));
 	sock->sk = NULL;
 	return 0;
@@ -997,8 +1018,10 @@ static void rs_set_keepalive(struct sock *sk, int on)
 /* proto->init of an IPPROTO_RDMASOCK socket: inet_create()/inet6_create() made the rest. */
 static int rs_inet_init(struct sock *sk)
 {
-	struct rs_sock *rs = rs_sock_setup(sk);
+	struct rs_sock *rs;
 
+	rs_inet_lock_class(sk);
+	rs = rs_sock_setup(sk);
 	if (sk->sk_socket)
 		rs_set_custom_sockopt(sk->sk_socket);
 	if (!sk->sk_kern_sock)
@@ -1051,10 +1074,13 @@ static int rs_inet_register(void)
 
 	if (!rs_ipproto)
 		return 0;
-	if (rs_ipproto < 0 || rs_ipproto >= IPPROTO_MAX || rs_ipproto == IPPROTO_TCP ||
-	    rs_ipproto == IPPROTO_MPTCP) {
-		pr_err("ipproto=%d is not a free protocol number below %d\n", rs_ipproto,
-		       IPPROTO_MAX);
+	/*
+	 * Above 256 (IPPROTO_SMC) and below IPPROTO_MPTCP: never a protocol on IP's wire, and
+	 * nothing in-tree to shadow (inet_register_protosw() puts us before any non-permanent
+	 * entry of the same number).
+	 */
+	if (rs_ipproto <= 256 || rs_ipproto >= IPPROTO_MPTCP) {
+		pr_err("ipproto=%d is not one of 257..%d\n", rs_ipproto, IPPROTO_MPTCP - 1);
 		return -EINVAL;
 	}
 	err = proto_register(&rs_inet_proto, 1);
@@ -1161,6 +1187,7 @@ out_stats:
 	rs_stats_exit();
 out_wq:
 	destroy_workqueue(rs_wq);
+	rs_policy_exit();	/* what modprobe's cgroups= put there */
 	return err;
 }
 
@@ -1180,7 +1207,4 @@ static void __exit rs_exit(void)
 module_init(rs_init);
 module_exit(rs_exit);
 MODULE_LICENSE("GPL");
-/* socket(AF_INET or AF_INET6, SOCK_STREAM, IPPROTO_RDMASOCK) loads the module, as SCTP's. */
-MODULE_ALIAS("net-pf-2-proto-" __stringify(RDMASOCK_IPPROTO_DEFAULT) "-type-1");
-MODULE_ALIAS("net-pf-10-proto-" __stringify(RDMASOCK_IPPROTO_DEFAULT) "-type-1");
 MODULE_DESCRIPTION("rdmasock: TCP-semantics stream sockets over RDMA RC queue pairs");

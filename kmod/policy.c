@@ -24,6 +24,7 @@
 #include <linux/bpf.h>
 #include <linux/btf.h>
 #include <linux/btf_ids.h>
+#include <linux/ctype.h>
 #include <linux/cgroup.h>
 #include <linux/inet.h>
 #include <linux/in.h>
@@ -67,6 +68,7 @@ struct rs_policy {
 static struct rs_policy __rcu *rs_cgroups[RS_POLICY_CGROUPS];
 static DEFINE_MUTEX(rs_policy_mutex);	/* writers of rs_cgroups */
 static int rs_policy_ipproto;
+static bool rs_policy_dying;		/* unloading: the table takes no more (under the mutex) */
 static atomic_t rs_policy_n = ATOMIC_INIT(0);	/* enabled cgroups: none, no walk */
 
 static void rs_policy_free(struct kref *ref)
@@ -85,15 +87,17 @@ void rs_policy_put(struct rs_policy *p)
 static int rs_parse_prefix(struct rs_rule *r, char *v)
 {
 	char *slash = strchr(v, '/');
+	const char *end;
 	unsigned int max;
 	u8 bits;
 
 	if (slash)
 		*slash++ = 0;
-	if (in4_pton(v, -1, r->addr, -1, NULL)) {
+	/* The whole word is the address: no tail ("10.0.0.1x", "fe80::1%eth0") is dropped. */
+	if (in4_pton(v, -1, r->addr, -1, &end) && !*end) {
 		r->af = AF_INET;
 		max = 32;
-	} else if (in6_pton(v, -1, r->addr, -1, NULL)) {
+	} else if (in6_pton(v, -1, r->addr, -1, &end) && !*end) {
 		r->af = AF_INET6;
 		max = 128;
 	} else {
@@ -206,7 +210,8 @@ static bool rs_rule_program_match(const struct rs_rule *r)
 
 	if (!r->program[0])
 		return true;
-	get_task_comm(comm, current);
+	/* Without task_lock, as bpf_get_current_comm(): the kfunc runs in a BPF trampoline. */
+	strscpy_pad(comm, current->comm, sizeof(comm));
 	return !strcmp(comm, r->program);
 }
 
@@ -298,6 +303,22 @@ static void rs_policy_replace(int i, struct rs_policy *p)
 	rs_policy_put(old);
 }
 
+/* The bytes reading the table gives now, without slot @skip's entry (one to be replaced). */
+static size_t rs_policy_text_len(int skip)
+{
+	size_t n = 0;
+
+	lockdep_assert_held(&rs_policy_mutex);
+	for (int i = 0; i < RS_POLICY_CGROUPS; i++) {
+		struct rs_policy *p = rcu_dereference_protected(rs_cgroups[i],
+								lockdep_is_held(&rs_policy_mutex));
+
+		if (p && i != skip)
+			n += strlen(p->text) + 22;	/* the id, a space, a newline */
+	}
+	return n;
+}
+
 static int rs_policy_enable(u64 id, char *rules)
 {
 	struct rs_policy *p;
@@ -320,6 +341,9 @@ static int rs_policy_enable(u64 id, char *rules)
 	for (int j = 0; i < 0 && j < RS_POLICY_CGROUPS; j++)
 		if (!rcu_access_pointer(rs_cgroups[j]))
 			i = j;
+	/* Reading the table gives every entry whole, in one page. */
+	if (rs_policy_dying || rs_policy_text_len(i) + strlen(p->text) + 22 >= PAGE_SIZE)
+		i = -1;
 	if (i >= 0)
 		rs_policy_replace(i, p);
 	mutex_unlock(&rs_policy_mutex);
@@ -353,6 +377,11 @@ static int rs_cgroups_set(const char *val, const struct kernel_param *kp)
 		return -EPERM;
 	if (strscpy(buf, val, sizeof(buf)) < 0)
 		return -E2BIG;
+	strim(buf);
+	/* One line per entry when read back: no control characters but tabs. */
+	for (char *c = buf; *c; c++)
+		if (iscntrl(*c) && *c != '\t')
+			return -EINVAL;
 	if (buf[0] != '+' && buf[0] != '-')
 		return -EINVAL;
 	rest = strpbrk(buf + 1, " \t\n");
@@ -439,9 +468,22 @@ BTF_KFUNCS_START(rs_kfunc_ids)
 BTF_ID_FLAGS(func, bpf_rdmasock_socket)
 BTF_KFUNCS_END(rs_kfunc_ids)
 
+/*
+ * Only the program it is for: fmod_ret on update_socket_protocol, in a socket() call (not a
+ * tracing program in any context, counting sockets nobody makes).
+ */
+static int rs_kfunc_filter(const struct bpf_prog *prog, u32 kfunc_id)
+{
+	const char *fn = prog->aux->attach_func_name;
+
+	return prog->expected_attach_type == BPF_MODIFY_RETURN && fn &&
+	       !strcmp(fn, "update_socket_protocol") ? 0 : -EACCES;
+}
+
 static const struct btf_kfunc_id_set rs_kfunc_set = {
 	.owner = THIS_MODULE,
 	.set = &rs_kfunc_ids,
+	.filter = rs_kfunc_filter,
 };
 #endif
 
@@ -455,12 +497,16 @@ void rs_policy_init(int ipproto)
 #endif
 }
 
+/*
+ * Unload, or a failed load (modprobe's cgroups= may have filled the table): empty it, and take
+ * nothing more (the parameter's file outlives the module's exit a moment).  Every socket is gone
+ * by then; kfree_rcu() needs no code of ours.
+ */
 void rs_policy_exit(void)
 {
 	mutex_lock(&rs_policy_mutex);
+	rs_policy_dying = true;
 	for (int i = 0; i < RS_POLICY_CGROUPS; i++)
 		rs_policy_replace(i, NULL);
 	mutex_unlock(&rs_policy_mutex);
-	/* Sockets hold theirs until freed, and every socket is gone at unload: kfree_rcu's. */
-	rcu_barrier();
 }

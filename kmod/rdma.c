@@ -15,6 +15,7 @@
 #include <linux/tcp.h>
 #include <net/tcp_states.h>
 #include <net/inet_connection_sock.h>
+#include <net/ipv6.h>
 #include "rdmasock.h"
 #include "close.h"
 #include "core.h"
@@ -246,6 +247,17 @@ static int rs_rdma_getname(struct rs_sock *rs, struct sockaddr *addr, int peer)
 		return -ENOTCONN;
 	src = peer ? (struct sockaddr *)&rs->cm_id->route.addr.dst_addr :
 		     (struct sockaddr *)&rs->cm_id->route.addr.src_addr;
+	/* An AF_INET6 socket names an IPv4 peer as TCP's does: v4-mapped. */
+	if (src->sa_family == AF_INET && rs_inet_family(rs) == AF_INET6) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)src;
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)addr;
+
+		memset(sin6, 0, sizeof(*sin6));
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = sin->sin_port;
+		ipv6_addr_set_v4mapped(sin->sin_addr.s_addr, &sin6->sin6_addr);
+		return sizeof(*sin6);
+	}
 	ret = src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 	memcpy(addr, src, ret);
 	return ret;

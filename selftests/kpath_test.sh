@@ -65,6 +65,27 @@ wait_refcnt() {
 echo "TAP version 13"
 mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup
 
+# The module's table (on every kernel): well-formed entries only, root only, read back whole.
+tbl=/sys/module/rdmasock/parameters/cgroups
+bad=0
+for e in "+999 deny dst=10.0.0.1x" "+999 deny dst=fe80::1%eth0" "+999 deny port=70000" \
+	 "+999 deny port=9-3" "+999 deny listen=10.0.0.0/33" "+999 frobnicate" "+0 deny" \
+	 "999 deny" "-999 deny" "+999 deny program=a-name-longer-than-15" $'+999 deny\n+998 allow'; do
+	printf '%s' "$e" > "$tbl" 2>/dev/null && { bad=1; echo "# accepted: $e"; }
+done
+printf '+999 deny dst=10.0.0.0/8 port=22; allow program=x listen=fd11::/64 port=1-2' > "$tbl"
+st=$?
+got=$(cat "$tbl")
+printf -- '-999' > "$tbl"
+st2=$?
+printf -- '-999' > "$tbl" 2>/dev/null && bad=1	# no longer there: ENOENT
+if [ $bad = 0 ] && [ $st = 0 ] && [ $st2 = 0 ] && [ -z "$(cat "$tbl")" ] &&
+	[ "$got" = "999 deny dst=10.0.0.0/8 port=22; allow program=x listen=fd11::/64 port=1-2" ]; then
+	ok "the module's cgroup table takes well-formed entries only"
+else
+	not_ok "the module's cgroup table takes well-formed entries only" "status $st/$st2, read '$got'"
+fi
+
 if ! "$ctl" check 2> "$work/check.err"; then
 	# No hook (6.1): the clear error, from rdmasock-run and rdmasock-ctl alike.
 	sed 's/^/# /' "$work/check.err"

@@ -1219,6 +1219,47 @@ TEST_F(lone, address_of_the_other_family)
 	ASSERT_EQ(POLLOUT | POLLHUP, poll_one(self->fd, POLLIN | POLLOUT, 0));
 }
 
+/*
+ * A dual-stack AF_INET6 listener names an IPv4 client v4-mapped, as TCP does, whichever carrier
+ * the connection took.  (The family's sockets name it as it came: AF_INET.)
+ */
+TEST_F(lone, dual_stack_listener_names_ipv4_clients_v4_mapped)
+{
+	struct sockaddr_in6 any = { .sin6_family = AF_INET6 }, *peer;
+	struct sockaddr_storage ss, to;
+	socklen_t len = sizeof(any), tolen;
+	int zero = 0, c, s;
+
+	if (variant->af != AF_INET6 || variant->carrier == CARRIER_RDMASOCK)
+		SKIP(return, "an AF_INET6 socket's case");
+	ASSERT_EQ(0, setsockopt(self->fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)));
+	ASSERT_EQ(0, bind(self->fd, (struct sockaddr *)&any, sizeof(any)));
+	ASSERT_EQ(0, listen(self->fd, 4));
+	ASSERT_EQ(0, getsockname(self->fd, (struct sockaddr *)&any, &len));
+	tolen = host_addr(AF_INET, &to, ntohs(any.sin6_port));
+	c = carrier_socket(variant->carrier, AF_INET, SOCK_STREAM);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&to, tolen));
+	len = sizeof(ss);
+	s = accept(self->fd, (struct sockaddr *)&ss, &len);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(sizeof(struct sockaddr_in6), len);
+	peer = (struct sockaddr_in6 *)&ss;
+	ASSERT_EQ(AF_INET6, peer->sin6_family);
+	ASSERT_TRUE(IN6_IS_ADDR_V4MAPPED(&peer->sin6_addr));
+	ASSERT_EQ(0, memcmp(&peer->sin6_addr.s6_addr[12], &((struct sockaddr_in *)&to)->sin_addr, 4));
+	len = sizeof(ss);
+	ASSERT_EQ(0, getsockname(s, (struct sockaddr *)&ss, &len));
+	ASSERT_EQ(AF_INET6, ss.ss_family);
+	ASSERT_TRUE(IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&ss)->sin6_addr));
+	ASSERT_EQ(1, send(c, "4", 1, 0));
+	ASSERT_EQ(1, recv(s, &zero, 1, 0));
+	if (variant->carrier != CARRIER_TCP)
+		TH_LOG("child mode %d", rs_getint(s, RDMASOCK_MODE));
+	close(s);
+	close(c);
+}
+
 TEST_F(lone, unbound_getsockname_is_its_family)
 {
 	struct sockaddr_storage ss;

@@ -21,9 +21,10 @@
 /*
  * The same sockets as a protocol of AF_INET and AF_INET6: socket(AF_INET, SOCK_STREAM,
  * IPPROTO_RDMASOCK) is an rdmasock socket whose SO_DOMAIN is AF_INET.  Also a module parameter
- * (/sys/module/rdmasock/parameters/ipproto, 0 when not registered).  Above 255, so it can never be
- * a protocol on the wire of IP (an 8-bit field); below IPPROTO_MAX (263); 256 is IPPROTO_SMC and
- * 262 IPPROTO_MPTCP, and new kernel numbers are taken from 257 up: 261 is the last one free.
+ * (/sys/module/rdmasock/parameters/ipproto: 257..261, 0 when not registered).  Above 255, so it
+ * can never be a protocol on the wire of IP (an 8-bit field); below IPPROTO_MAX (263); 256 is
+ * IPPROTO_SMC and 262 IPPROTO_MPTCP, and new kernel numbers are taken from 257 up: 261 is the
+ * last one free.
  */
 #define RDMASOCK_IPPROTO_DEFAULT	261
 #define RDMASOCK_IPPROTO_PARAM	"/sys/module/rdmasock/parameters/ipproto"
