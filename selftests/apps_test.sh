@@ -10,23 +10,8 @@ work=$(mktemp -d /tmp/rdmasock-apps.XXXXXX)
 chmod 755 "$work"	# nginx workers and sshd drop privileges
 n=0 pass=0 fail=0
 pids=()
-
-cnt() { awk -v k="$1" '$1 == k { print $2 }' /proc/net/rdmasock_stat; }
-fallbacks() { awk '/^fallback_/ { s += $2 } END { print s }' /proc/net/rdmasock_stat; }
-ok() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n $1"; }
-not_ok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n $1"; shift; for l in "$@"; do echo "# $l"; done; }
-wait_port() {
-	for ((i = 0; i < 300; i++)); do
-		ss -ltn "sport = :$1" | grep -q LISTEN && return 0
-		sleep 0.1
-	done
-	return 1
-}
-stop_all() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-	pids=()
-}
+# shellcheck source=selftests/tap.sh
+. "$top/selftests/tap.sh"
 trap 'stop_all; rm -rf "$work"' EXIT
 
 # check NAME MIN_RDMA_CONNS EXPECT_FALLBACKS STATUS [LOG...]: record one test from the counter
@@ -213,6 +198,4 @@ sys.exit(0 if r.returncode != 0 else 1)" && [ -d /sys/module/rdmasock ]; then
 	fi
 done
 
-echo "1..$n"
-echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
-[ "$fail" = 0 ]
+tap_end

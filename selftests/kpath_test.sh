@@ -15,24 +15,8 @@ work=$(mktemp -d /tmp/rdmasock-kpath.XXXXXX)
 n=0 pass=0 fail=0 skip=0
 pids=()
 proto=$(cat /sys/module/rdmasock/parameters/ipproto)
-
-cnt() { awk -v k="$1" '$1 == k { print $2 }' /proc/net/rdmasock_stat; }
-fallbacks() { awk '/^fallback_/ { s += $2 } END { print s }' /proc/net/rdmasock_stat; }
-ok() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n $1"; }
-not_ok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n $1"; shift; for l in "$@"; do echo "# $l"; done; }
-skip_test() { n=$((n + 1)); skip=$((skip + 1)); echo "ok $n $1 # SKIP $2"; }
-wait_port() {
-	for ((i = 0; i < 300; i++)); do
-		ss -ltn "sport = :$1" | grep -q LISTEN && return 0
-		sleep 0.1
-	done
-	return 1
-}
-stop_all() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-	pids=()
-}
+# shellcheck source=selftests/tap.sh
+. "$top/selftests/tap.sh"
 cleanup() {
 	stop_all
 	for c in /sys/fs/cgroup/kpath-*; do
@@ -68,17 +52,21 @@ mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup
 # The module's table (on every kernel): well-formed entries only, root only, read back whole.
 tbl=/sys/module/rdmasock/parameters/cgroups
 bad=0
+# One write(2) each, as a multi-line entry must arrive whole (bash's printf writes a line a time).
+tbl_write() { python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+os.write(fd, sys.argv[2].encode())' "$tbl" "$1" 2>/dev/null; }
 for e in "+999 deny dst=10.0.0.1x" "+999 deny dst=fe80::1%eth0" "+999 deny port=70000" \
 	 "+999 deny port=9-3" "+999 deny listen=10.0.0.0/33" "+999 frobnicate" "+0 deny" \
 	 "999 deny" "-999 deny" "+999 deny program=a-name-longer-than-15" $'+999 deny\n+998 allow'; do
-	printf '%s' "$e" > "$tbl" 2>/dev/null && { bad=1; echo "# accepted: $e"; }
+	tbl_write "$e" && { bad=1; echo "# accepted: $e"; }
 done
-printf '+999 deny dst=10.0.0.0/8 port=22; allow program=x listen=fd11::/64 port=1-2' > "$tbl"
+tbl_write '+999 deny dst=10.0.0.0/8 port=22; allow program=x listen=fd11::/64 port=1-2'
 st=$?
 got=$(cat "$tbl")
-printf -- '-999' > "$tbl"
+tbl_write '-999'
 st2=$?
-printf -- '-999' > "$tbl" 2>/dev/null && bad=1	# no longer there: ENOENT
+tbl_write '-999' && bad=1	# no longer there: ENOENT
 if [ $bad = 0 ] && [ $st = 0 ] && [ $st2 = 0 ] && [ -z "$(cat "$tbl")" ] &&
 	[ "$got" = "999 deny dst=10.0.0.0/8 port=22; allow program=x listen=fd11::/64 port=1-2" ]; then
 	ok "the module's cgroup table takes well-formed entries only"
@@ -121,9 +109,7 @@ print(s.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN), s.getsockopt(socket.SOL
 		 "cgroup removed with sockets open" "policy" "unprivileged" "unload refused"; do
 		skip_test "$t" "no update_socket_protocol hook on $(uname -r) (6.6+)"
 	done
-	echo "1..$n"
-	echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:$skip error:0"
-	[ "$fail" = 0 ]
+	tap_end
 	exit
 fi
 
@@ -307,6 +293,4 @@ else
 		"$(cat "$work/ctl.out")"
 fi
 
-echo "1..$n"
-echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:$skip error:0"
-[ "$fail" = 0 ]
+tap_end

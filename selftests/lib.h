@@ -39,30 +39,28 @@ enum carrier { CARRIER_TCP, CARRIER_RDMASOCK, CARRIER_IPPROTO };
 	FIXTURE_VARIANT_ADD(fixture, ipp4) { .carrier = CARRIER_IPPROTO, .af = AF_INET, __VA_ARGS__ };	\
 	FIXTURE_VARIANT_ADD(fixture, ipp6) { .carrier = CARRIER_IPPROTO, .af = AF_INET6, __VA_ARGS__ }
 
-static inline int rs_family_number(void)
+/* A number in a module parameter's file (-1: no module). */
+static inline int rs_param_number(const char *path)
 {
-	FILE *f = fopen(RDMASOCK_FAMILY_PARAM, "r");
-	int fam = -1;
+	FILE *f = fopen(path, "r");
+	int v = -1;
 
 	if (!f)
 		return -1;
-	if (fscanf(f, "%d", &fam) != 1)
-		fam = -1;
+	if (fscanf(f, "%d", &v) != 1)
+		v = -1;
 	fclose(f);
-	return fam;
+	return v;
+}
+
+static inline int rs_family_number(void)
+{
+	return rs_param_number(RDMASOCK_FAMILY_PARAM);
 }
 
 static inline int rs_ipproto_number(void)
 {
-	FILE *f = fopen(RDMASOCK_IPPROTO_PARAM, "r");
-	int proto = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%d", &proto) != 1)
-		proto = -1;
-	fclose(f);
-	return proto;
+	return rs_param_number(RDMASOCK_IPPROTO_PARAM);
 }
 
 /* The socket() family for a carrier and an address family (SO_DOMAIN says it too). */
