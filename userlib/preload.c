@@ -298,33 +298,33 @@ static bool eligible(int domain, int type, int protocol)
 	       (protocol == 0 || protocol == IPPROTO_TCP);
 }
 
+/* One way to an rdmasock socket, skipped when its number is unknown; -1 if refused. */
+static int try_rdmasock(int domain, int type, int family, int protocol, const char *how, int num)
+{
+	int fd;
+
+	if (num <= 0)
+		return -1;	/* errno stays the other way's (one of the two is known) */
+	fd = real_socket(family, type, protocol);
+	if (fd >= 0 && debug)
+		say("socket(%s) fd %d: rdmasock (%s %d)", domain == AF_INET ? "AF_INET" : "AF_INET6",
+		    fd, how, num);
+	return fd;
+}
+
 EXPORT int socket(int domain, int type, int protocol)
 {
-	const char *dom = domain == AF_INET ? "AF_INET" : "AF_INET6";
-	int fd, err = 0;
+	int fd, err;
 
 	if (!eligible(domain, type, protocol) || (rdmasock_family <= 0 && rdmasock_ipproto <= 0))
 		return real_socket(domain, type, protocol);
-	if (rdmasock_ipproto > 0) {
-		fd = real_socket(domain, type, rdmasock_ipproto);
-		if (fd >= 0) {
-			if (debug)
-				say("socket(%s) fd %d: rdmasock (IPPROTO %d)", dom, fd,
-				    rdmasock_ipproto);
-			return fd;
-		}
-		err = errno;
-	}
-	if (rdmasock_family > 0) {
-		fd = real_socket(rdmasock_family, type, protocol);
-		if (fd >= 0) {
-			if (debug)
-				say("socket(%s) fd %d: rdmasock (family %d)", dom, fd,
-				    rdmasock_family);
-			return fd;
-		}
-		err = errno;
-	}
+	/* AF_INET/AF_INET6 of IPPROTO_RDMASOCK first, the family's socket second. */
+	fd = try_rdmasock(domain, type, domain, rdmasock_ipproto, "IPPROTO", rdmasock_ipproto);
+	if (fd < 0)
+		fd = try_rdmasock(domain, type, rdmasock_family, protocol, "family", rdmasock_family);
+	if (fd >= 0)
+		return fd;
+	err = errno;
 	fd = real_socket(domain, type, protocol);
 	if (debug)
 		say("socket fd %d: tcp (rdmasock refused: %s)", fd, strerror(err));
