@@ -303,6 +303,15 @@ static void rs_tx_want_consumed(struct rs_sock *rs)
 	spin_unlock_bh(&rs->lock);
 }
 
+/*
+ * A window below the peer's ring (SO_SNDBUF) can close before the peer consumed the quarter ring
+ * that makes it report: the writer must ask it (again, after each report that left it shut).
+ */
+static bool rs_tx_want_due(struct rs_sock *rs)
+{
+	return !test_bit(RS_F_WANT_SENT, &rs->flags) && rs_tx_window(rs) < rs->peer_ring_size;
+}
+
 static int rs_tx_wait(struct rs_sock *rs, long *timeo, u32 gen)
 {
 	DEFINE_WAIT_FUNC(wait, woken_wake_function);
@@ -323,11 +332,7 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo, u32 gen)
 		rs_tx_push(rs);
 		/* Blocking or not, the window is shut: watch that the peer still lives. */
 		rs_keepalive_persist(rs);
-		/*
-		 * A window below the peer's ring (SO_SNDBUF) can close before the peer consumed the
-		 * quarter ring that makes it report: ask it to report at once.
-		 */
-		if (rs_tx_window(rs) < rs->peer_ring_size)
+		if (rs_tx_want_due(rs))
 			rs_tx_want_consumed(rs);
 		err = -EAGAIN;
 		if (!*timeo)
@@ -344,9 +349,13 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo, u32 gen)
 			add_wait_queue(sk_sleep(sk), &wait);
 			waiting = true;
 		}
-		/* (A switch the SQ refused waits for the completion that frees a slot.) */
+		/*
+		 * (A switch the SQ refused waits for the completion that frees a slot.)  A report
+		 * that left the window shut (the bytes it freed were in the peer's previous ring)
+		 * clears WANT_SENT and may come before we joined the queue: ask again then.
+		 */
 		sk_wait_event(sk, timeo, rs_tx_error(rs) || rs_tx_can_write(rs) ||
-			      READ_ONCE(rs->conn_gen) != gen ||
+			      READ_ONCE(rs->conn_gen) != gen || rs_tx_want_due(rs) ||
 			      (rs_tx_switch_ready(rs) && !test_bit(RS_F_SWITCH_WAIT, &rs->flags)),
 			      &wait);
 	}
