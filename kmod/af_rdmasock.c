@@ -32,6 +32,7 @@
 #include "keepalive.h"
 #include "policy.h"
 #include "proc.h"
+#include "resume.h"
 #include "rdma.h"
 #include "stats.h"
 #include "tx.h"
@@ -61,6 +62,7 @@ static void rs_sk_destruct(struct sock *sk)
 	struct rs_sock *rs = rs_sk(sk);
 
 	WARN_ON_ONCE(rs->cm_id || rs->qp || rs->tcp);
+	kvfree(rs->replay_buf);
 	rs_policy_put(rs->policy);
 	rs_proc_del(rs);
 	if (rs->parent)
@@ -213,6 +215,7 @@ static struct rs_sock *rs_sock_setup(struct sock *sk)
 	rs_keepalive_init(rs);
 	rs_tx_init(rs);
 	rs_grow_init(rs);
+	rs_resume_sock_init(rs);
 	init_waitqueue_head(&rs->close_wait);
 	rs->no_fallback = !rs_fallback_default;
 	rs->new_child = rs_new_child;
@@ -555,6 +558,9 @@ static int rs_listen(struct socket *sock, int backlog)
 	/* rs->tcp is final: poll may use it once it sees mode LISTEN (rs_accept_ready). */
 	smp_store_release(&rs->mode, RDMASOCK_MODE_LISTEN);
 	WRITE_ONCE(sk->sk_state, TCP_LISTEN);
+	/* Its RDMA children may resume over TCP if the namespace has a resume port (resume.c). */
+	if (!cm_err && !rs_resume_listen(sock_net(sk)))
+		set_bit(RS_F_RESUMABLE, &rs->flags);
 	/* (Each step once: a refused bind above is not retried.)  A device's own listen error
 	 * (siw listens on its own TCP socket) means TCP only.
 	 */
@@ -578,6 +584,7 @@ static int rs_accept_one(struct rs_sock *rs, struct socket *newsock, struct rs_a
 
 	child = rs_cm_accept_ready(rs);
 	if (child) {
+		rs_resume_register(child);	/* its client may resume it from now on */
 		sock_graft(&child->sk, newsock);
 		newsock->ops = rs->sk.sk_socket->ops;
 		newsock->state = SS_CONNECTED;
@@ -1154,6 +1161,9 @@ static int __init rs_init(void)
 	err = rs_proc_init();
 	if (err)
 		goto out_stats;
+	err = rs_resume_init();
+	if (err)
+		goto out_proc_only;
 	err = proto_register(&rs_proto, 1);
 	if (err)
 		goto out_proc;
@@ -1182,6 +1192,8 @@ out_sock:
 out_proto:
 	proto_unregister(&rs_proto);
 out_proc:
+	rs_resume_exit();
+out_proc_only:
 	rs_proc_exit();
 out_stats:
 	rs_stats_exit();
@@ -1197,6 +1209,7 @@ static void __exit rs_exit(void)
 	sock_unregister(rs_family);
 	rs_policy_exit();
 	rs_dev_exit();
+	rs_resume_exit();
 	destroy_workqueue(rs_wq);
 	rs_neg_cache_exit();
 	proto_unregister(&rs_proto);

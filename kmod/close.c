@@ -20,6 +20,7 @@
 #include "conn.h"
 #include "core.h"
 #include "fallback.h"
+#include "resume.h"
 #include "stats.h"
 #include "tx.h"
 #include "wr.h"
@@ -206,6 +207,7 @@ void rs_release(struct rs_sock *rs)
 
 	if (cancel_delayed_work_sync(&rs->connect_work))
 		sock_put(sk);	/* the pending work's reference */
+	rs_resume_stop(rs);
 	lock_sock(sk);
 	if (sk->sk_state == TCP_LISTEN || rs->mode == RDMASOCK_MODE_LISTEN)
 		rs_cm_listener_close(rs);

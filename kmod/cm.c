@@ -44,37 +44,110 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id,
 
 /* ---- hello ---- */
 
-static void rs_hello_build(struct rs_sock *rs, struct rs_hello *h)
+/* The hello and, when resume is offered, its extension: all the private data a REQ has room for. */
+struct rs_hello_ext {
+	struct rs_hello h;
+	struct rs_hello_resume r;
+};
+
+/*
+ * A client offers resume when the module has a resume port; a server answers the offer when its
+ * listener has one (RS_F_RESUMABLE on the listener, set at listen()).  The client's hello has no
+ * connection id; the server's names the connection (random, nonzero).
+ */
+static bool rs_hello_offers_resume(struct rs_sock *rs)
 {
-	memset(h, 0, sizeof(*h));
+	if (rs->parent)
+		return test_bit(RS_F_RESUMABLE, &rs->flags) &&
+		       test_bit(RS_F_RESUMABLE, &rs->parent->flags);
+	return READ_ONCE(rs_resume_port) && READ_ONCE(rs_resume_on);
+}
+
+/* One end's half of the resume key: the key is the XOR of both, in either order. */
+static void rs_resume_key_add(struct rs_sock *rs, const u8 *secret)
+{
+	u8 *key = (u8 *)&rs->resume_key;
+	int i;
+
+	BUILD_BUG_ON(sizeof(rs->resume_key) != sizeof(rs->resume_secret));
+	for (i = 0; i < sizeof(rs->resume_key); i++)
+		key[i] ^= secret[i];
+}
+
+static u8 rs_hello_build(struct rs_sock *rs, struct rs_hello_ext *e)
+{
+	struct rs_hello *h = &e->h;
+	bool resume = rs_hello_offers_resume(rs);
+
+	memset(e, 0, sizeof(*e));
 	h->magic = cpu_to_be32(RS_HELLO_MAGIC);
 	h->version = RS_PROTO_VERSION;
-	h->flags = RS_HELLO_F_GROW;
-	h->len = cpu_to_be16(sizeof(*h));
+	h->flags = RS_HELLO_F_GROW | (resume ? RS_HELLO_F_RESUME : 0);
+	h->len = cpu_to_be16(resume ? sizeof(*e) : sizeof(*h));
 	h->ring_addr = cpu_to_be64(rs->rx.mr->iova);
 	h->ring_rkey = cpu_to_be32(rs->rx.mr->rkey);
 	h->ring_size = cpu_to_be32(rs->rx.size);
+	if (!resume) {
+		clear_bit(RS_F_RESUMABLE, &rs->flags);
+		return sizeof(*h);
+	}
+	/* (A client's offer: its hello parse accepts an answer only then.) */
+	set_bit(RS_F_RESUMABLE, &rs->flags);
+	get_random_bytes(rs->resume_secret, sizeof(rs->resume_secret));
+	memcpy(e->r.secret, rs->resume_secret, sizeof(e->r.secret));
+	if (!rs->parent)
+		memset(&rs->resume_key, 0, sizeof(rs->resume_key));	/* the server's half follows */
+	rs_resume_key_add(rs, rs->resume_secret);
+	if (rs->parent) {
+		while (!rs->resume_id)
+			rs->resume_id = get_random_u64();
+		e->r.conn_id = cpu_to_be64(rs->resume_id);
+	}
+	return sizeof(*e);
 }
 
 /* Accept a peer's hello only if every field is what version 1 allows. */
 static int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len)
 {
+	const struct rs_hello_ext *e = data;
 	const struct rs_hello *h = data;
+	bool resume;
 	u32 size;
 
 	if (!data || len < sizeof(*h) || be32_to_cpu(h->magic) != RS_HELLO_MAGIC)
 		return -EPROTO;
-	if (h->version != RS_PROTO_VERSION || be16_to_cpu(h->len) != sizeof(*h) ||
+	resume = h->flags & RS_HELLO_F_RESUME;
+	if (h->version != RS_PROTO_VERSION ||
+	    be16_to_cpu(h->len) != (resume ? sizeof(*e) : sizeof(*h)) || len < be16_to_cpu(h->len) ||
 	    (h->flags & ~RS_HELLO_FLAGS) || h->reserved[0] || h->reserved[1])
 		return -EPROTONOSUPPORT;
 	size = be32_to_cpu(h->ring_size);
 	if (!rs_ring_size_ok(size) || size % PAGE_SIZE)
 		return -EPROTO;
+	if (resume) {
+		/* A server answers an offer only, and names the connection; a client never does. */
+		if (!rs->parent && (!test_bit(RS_F_RESUMABLE, &rs->flags) || !e->r.conn_id))
+			return -EPROTO;
+		if (rs->parent && e->r.conn_id)
+			return -EPROTO;
+	}
 	rs->peer_ring_addr = be64_to_cpu(h->ring_addr);
 	rs->peer_rkey = be32_to_cpu(h->ring_rkey);
 	rs->peer_ring_size = size;
 	if (h->flags & RS_HELLO_F_GROW)
 		set_bit(RS_F_PEER_GROWS, &rs->flags);
+	if (!resume) {
+		clear_bit(RS_F_RESUMABLE, &rs->flags);
+		return 0;
+	}
+	if (rs->parent) {
+		/* Our half is drawn when we answer (rs_hello_build). */
+		memset(&rs->resume_key, 0, sizeof(rs->resume_key));
+		set_bit(RS_F_RESUMABLE, &rs->flags);
+	} else {
+		rs->resume_id = be64_to_cpu(e->r.conn_id);
+	}
+	rs_resume_key_add(rs, e->r.secret);
 	return 0;
 }
 
@@ -92,11 +165,11 @@ static void rs_note_addrs(struct rs_sock *rs, struct rdma_cm_id *id)
 	rs->path_mtu = mtu > 0 ? mtu : 1024;
 }
 
-static void rs_conn_param(struct rdma_conn_param *p, struct rs_hello *h)
+static void rs_conn_param(struct rdma_conn_param *p, struct rs_hello_ext *e, u8 len)
 {
 	memset(p, 0, sizeof(*p));
-	p->private_data = h;
-	p->private_data_len = sizeof(*h);
+	p->private_data = e;
+	p->private_data_len = len;
 	p->retry_count = RS_RETRY_COUNT;
 	p->rnr_retry_count = RS_RNR_RETRY_INFINITE;
 }
@@ -106,7 +179,7 @@ static void rs_conn_param(struct rdma_conn_param *p, struct rs_hello *h)
 static void rs_cm_route_resolved(struct rs_sock *rs, struct rdma_cm_id *id)
 {
 	struct rdma_conn_param param;
-	struct rs_hello hello;
+	struct rs_hello_ext hello;
 	int err;
 
 	err = rs_conn_create(rs, id);
@@ -115,8 +188,7 @@ static void rs_cm_route_resolved(struct rs_sock *rs, struct rdma_cm_id *id)
 					 RDMASOCK_REASON_RESOURCE);
 		return;
 	}
-	rs_hello_build(rs, &hello);
-	rs_conn_param(&param, &hello);
+	rs_conn_param(&param, &hello, rs_hello_build(rs, &hello));
 	err = rdma_connect_locked(id, &param);
 	if (err)
 		rs_connect_done(rs, err, RDMASOCK_REASON_RESOURCE);
@@ -624,7 +696,7 @@ static bool rs_backlog_full(struct rs_sock *listener)
 static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct rdma_conn_param param;
-	struct rs_hello hello;
+	struct rs_hello_ext hello;
 	struct rs_sock *child;
 	bool linked;
 	int err;
@@ -669,9 +741,9 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 	err = rs_conn_create(child, id);
 	if (err)
 		goto fail;
-	rs_hello_build(child, &hello);
-	rs_conn_param(&param, &hello);
+	rs_conn_param(&param, &hello, rs_hello_build(child, &hello));
 	err = rdma_accept(id, &param);
+	memzero_explicit(&hello, sizeof(hello));
 	if (!err)
 		err = rs_post_reg_ring(child, &child->rx, true);
 	if (err)
@@ -802,6 +874,9 @@ static void rs_cm_disconnected(struct rs_sock *rs)
 	/* The peer's FIN may be in the CQ still, not yet polled: it decides reset or close. */
 	if (rs->cq)
 		rs_cq_poll_all(rs);
+	/* No FIN, no RESET: the peer lost its path, or we did; both carry on over TCP. */
+	if (!test_bit(RS_F_PEER_FIN, &rs->flags) && rs_path_lost(rs, -ECONNRESET))
+		return;
 	set_bit(RS_F_DISCONNECTED, &rs->flags);
 	if (!test_bit(RS_F_PEER_FIN, &rs->flags))
 		rs_abort(rs, -ECONNRESET);
@@ -834,6 +909,8 @@ static int rs_cm_device_removal(struct rs_sock *rs, struct rdma_cm_id *id)
 		rs_connect_work_arm(rs, 0);
 		return 0;
 	}
+	if (rs_path_lost(rs, -ENETDOWN))
+		return 0;	/* teardown_work destroys the id, as after an abort */
 	rs_connect_done(rs, -ENETUNREACH, RDMASOCK_REASON_NO_DEVICE);
 	rs_abort(rs, -ENETDOWN);
 	return 0;

@@ -15,6 +15,7 @@
 #include <net/tcp_states.h>
 #include "rdmasock.h"
 #include "conn.h"
+#include "core.h"
 #include "dev.h"
 #include "grow.h"
 #include "keepalive.h"
@@ -121,6 +122,19 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 	if (cancel_work_sync(&rs->comm_est_work))
 		sock_put(&rs->sk);
 	/*
+	 * A connection that resumes over TCP keeps what its peer has not consumed, and where its
+	 * reader stands: nothing moves any more, the QP is gone.  (Its reader's unread bytes go with
+	 * the ring: the peer sends them again.)
+	 */
+	if (test_bit(RS_F_RESUMING, &rs->flags) && !test_bit(RS_F_RESUME_DETACHED, &rs->flags)) {
+		spin_lock_bh(&rs->lock);
+		rs->resume_rx = rs->rx_cons;
+		spin_unlock_bh(&rs->lock);
+		if (rs_tx_snapshot(rs))
+			rs->resume_err = rs->resume_err ? : -ENOMEM;
+		set_bit(RS_F_RESUME_DETACHED, &rs->flags);
+	}
+	/*
 	 * The rings go, and with them whatever they still hold: no reader may find bytes to copy
 	 * from a freed ring (a peer that wrote before its connect failed), no writer staged bytes.
 	 */
@@ -153,8 +167,16 @@ void rs_teardown_work(struct work_struct *work)
 
 	lock_sock(&rs->sk);
 	/* Not when a new connect() started afresh meanwhile (it tore the aborted attempt down). */
-	if (rs->sk.sk_state != TCP_LISTEN && test_bit(RS_F_ABORTED, &rs->flags))
+	if (rs->sk.sk_state != TCP_LISTEN && test_bit(RS_F_ABORTED, &rs->flags)) {
 		rs_teardown_rdma(rs, false);
+	} else if (test_bit(RS_F_RESUMING, &rs->flags) &&
+		   !test_bit(RS_F_RESUME_DETACHED, &rs->flags)) {
+		/* The path is lost: the RDMA half goes now, then resume.c's work carries on. */
+		rs_teardown_rdma(rs, false);
+		sock_hold(&rs->sk);
+		if (mod_delayed_work(rs_wq, &rs->resume_work, 0))
+			sock_put(&rs->sk);	/* it was pending already, with its reference */
+	}
 	release_sock(&rs->sk);
 	sock_put(&rs->sk);
 }

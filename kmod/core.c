@@ -23,6 +23,20 @@ MODULE_PARM_DESC(connect_timeout_ms, "bound on RDMA connection set-up before fal
 
 struct workqueue_struct *rs_wq;
 
+unsigned int rs_resume_port = 19261;
+module_param_named(resume_port, rs_resume_port, uint, 0444);
+MODULE_PARM_DESC(resume_port,
+		 "TCP port (per network namespace) where connections whose RDMA path was lost resume; 0: off");
+
+bool rs_resume_on = true;
+module_param_named(resume, rs_resume_on, bool, 0644);
+MODULE_PARM_DESC(resume, "connections that lose their RDMA path carry on over TCP (off: they fail)");
+
+unsigned int rs_resume_timeout_ms = 5000;
+module_param_named(resume_timeout_ms, rs_resume_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(resume_timeout_ms,
+		 "bound on carrying a connection over to TCP after its RDMA path was lost");
+
 void rs_wake(struct sock *sk, __poll_t mask)
 {
 	struct socket_wq *wq;
@@ -157,6 +171,62 @@ void rs_abort(struct rs_sock *rs, int err)
 	if (unqueued)
 		sock_put(sk);	/* the queue's: the teardown work holds its own */
 	sock_put(sk);
+}
+
+/*
+ * The RDMA path of the connection is lost (@err: the error it would give), from any context but
+ * hard IRQ.  True if the connection resumes over TCP (resume.c): teardown_work keeps what the
+ * peer has not consumed, then queues resume_work; the caller reports nothing.  False if it
+ * cannot (the caller goes on as before: a reset, or a close after the peer's FIN).
+ */
+bool rs_path_lost(struct rs_sock *rs, int err)
+{
+	struct sock *sk = &rs->sk;
+	int state = READ_ONCE(sk->sk_state);
+	bool resuming;
+
+	/* An established connection, accepted if a child (in the table), never an orphan. */
+	if (!test_bit(RS_F_RESUMABLE, &rs->flags) || !test_bit(RS_F_PEER_READY, &rs->flags) ||
+	    !test_bit(RS_F_READY_SENT, &rs->flags) || !READ_ONCE(rs_resume_on) ||
+	    (state != TCP_ESTABLISHED && state != TCP_CLOSE_WAIT) || sock_flag(sk, SOCK_DEAD) ||
+	    test_bit(RS_F_CLOSE_RESET, &rs->flags) ||
+	    (rs->parent && hlist_unhashed(&rs->resume_node)))
+		return test_bit(RS_F_RESUMING, &rs->flags);
+	spin_lock_bh(&rs->lock);
+	resuming = !test_bit(RS_F_ABORTED, &rs->flags) &&
+		   (test_bit(RS_F_RESUMING, &rs->flags) || !test_bit(RS_F_DYING, &rs->flags));
+	if (resuming && !test_and_set_bit(RS_F_RESUMING, &rs->flags)) {
+		rs->resume_err = err;
+		rs->resume_deadline = jiffies + msecs_to_jiffies(READ_ONCE(rs_resume_timeout_ms));
+		spin_unlock_bh(&rs->lock);
+		trace_rdmasock_resume(rs);
+		sock_hold(sk);
+		if (!queue_work(rs_wq, &rs->teardown_work))
+			sock_put(sk);
+		return true;
+	}
+	spin_unlock_bh(&rs->lock);
+	return resuming;
+}
+
+/* Copy @src (an RDMA connection's address) as the socket names it: v4-mapped on AF_INET6. */
+int rs_name_copy(struct rs_sock *rs, struct sockaddr *addr, const struct sockaddr *src)
+{
+	int len;
+
+	if (src->sa_family == AF_INET && rs_inet_family(rs) == AF_INET6) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)src;
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)addr;
+
+		memset(sin6, 0, sizeof(*sin6));
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = sin->sin_port;
+		ipv6_addr_set_v4mapped(sin->sin_addr.s_addr, &sin6->sin6_addr);
+		return sizeof(*sin6);
+	}
+	len = src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	memcpy(addr, src, len);
+	return len;
 }
 
 u32 rs_rx_avail(struct rs_sock *rs)

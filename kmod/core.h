@@ -7,14 +7,19 @@
 
 extern unsigned int rs_connect_timeout_ms;
 extern struct workqueue_struct *rs_wq;
+extern unsigned int rs_resume_port;
+extern unsigned int rs_resume_timeout_ms;
+extern bool rs_resume_on;
 
 void rs_wake(struct sock *sk, __poll_t mask);
 void rs_abort(struct rs_sock *rs, int err);
+bool rs_path_lost(struct rs_sock *rs, int err);
 void rs_connect_work_arm(struct rs_sock *rs, unsigned long delay);
 void rs_connect_done(struct rs_sock *rs, int result, int reason);
 void rs_check_connected(struct rs_sock *rs);
 void rs_peer_ready(struct rs_sock *rs);
 bool rs_child_unqueue(struct rs_sock *child);
 u32 rs_rx_avail(struct rs_sock *rs);
+int rs_name_copy(struct rs_sock *rs, struct sockaddr *addr, const struct sockaddr *src);
 
 #endif /* RDMASOCK_CORE_H */

@@ -95,7 +95,9 @@ static void rs_dev_remove(struct ib_device *ibdev, void *client_data)
 	list_for_each_entry(rs, &rs_dev_socks, dev_node) {
 		if (rs->ibdev != ibdev)
 			continue;
-		rs_abort(rs, -ENETDOWN);
+		/* A connection that can resumes over TCP; teardown_work detaches it either way. */
+		if (!rs_path_lost(rs, -ENETDOWN))
+			rs_abort(rs, -ENETDOWN);
 		/* In each namespace that had one on it (a shared device serves them all). */
 		rs_count_dev_removal(sock_net(&rs->sk), removals);
 		n++;

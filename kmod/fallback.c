@@ -541,6 +541,30 @@ int rs_tcp_ensure(struct rs_sock *rs, int family)
 	return 0;
 }
 
+/*
+ * resume.c, lock_sock held: the connection carries on over @tcp, connected, from now on; callers
+ * use rs->tcp without lock_sock once they see mode TCP (published after this).  The TCP socket
+ * that owned the port (a client's) went before.
+ */
+void rs_tcp_resume_attach(struct rs_sock *rs, struct socket *tcp, int reason)
+{
+	sock_owned_by_me(&rs->sk);
+	if (rs->tcp)
+		rs_tcp_detach(rs);
+	rs_tcp_init_opts(rs, tcp);
+	rs->reason = reason;
+	rs->tcp_final = true;
+	lock_sock(tcp->sk);
+	rs_tcp_attach(rs, tcp);
+	/* rs->tcp is final: lockless callers may use it once they see mode TCP. */
+	smp_store_release(&rs->mode, RDMASOCK_MODE_TCP);
+	set_bit(RS_F_TCP_COUNTED, &rs->flags);	/* counted as an RDMA connection already */
+	rs_tcp_mirror(rs, tcp->sk);
+	release_sock(tcp->sk);
+	rs_count_fallback(sock_net(&rs->sk), reason);
+	trace_rdmasock_fallback(rs);
+}
+
 /* Switch to TCP and start a nonblocking connect; rs_connect() waits for it if it must. */
 int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int reason)
 {
@@ -640,8 +664,31 @@ void rs_neg_cache_exit(void)
  * (but for sendmsg's wait, below), and a fallen-back socket costs what TCP costs.  What the user
  * set on our socket since the last call goes first (rs_tcp_sync()).
  */
+/*
+ * A resumed connection sends the peer what it missed first (resume.c, RS_F_REPLAY): writes and a
+ * shutdown wait for that, as they would wait for a full send buffer.
+ */
+static int rs_tcp_replay_wait(struct rs_sock *rs, bool nonblock)
+{
+	long timeo = nonblock ? 0 : READ_ONCE(rs->sk.sk_sndtimeo);
+
+	if (likely(!test_bit(RS_F_REPLAY, &rs->flags)))
+		return 0;
+	if (!timeo)
+		return -EAGAIN;
+	timeo = wait_event_interruptible_timeout(rs->close_wait,
+						 !test_bit(RS_F_REPLAY, &rs->flags), timeo);
+	if (timeo < 0)
+		return sock_intr_errno(timeo);
+	return test_bit(RS_F_REPLAY, &rs->flags) ? -EAGAIN : 0;
+}
+
 static int rs_tcp_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 {
+	int err = rs_tcp_replay_wait(rs, msg->msg_flags & MSG_DONTWAIT);
+
+	if (err)
+		return err;
 	/*
 	 * A fallback publishes mode TCP before it issues TCP's connect, under lock_sock: wait that
 	 * out, so a send never finds the TCP socket not yet connecting (EPIPE, SIGPIPE).
@@ -661,7 +708,12 @@ static int rs_tcp_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, in
 static __poll_t rs_tcp_poll(struct rs_sock *rs, struct file *file)
 {
 	/* (The waiter sits on our socket's queue: our callbacks forward TCP's wakeups.) */
-	return rs->tcp->ops->poll(file, rs->tcp, NULL);
+	__poll_t mask = rs->tcp->ops->poll(file, rs->tcp, NULL);
+
+	/* Not writable before the replay is out (its end wakes EPOLLOUT). */
+	if (unlikely(test_bit(RS_F_REPLAY, &rs->flags)))
+		mask &= ~(EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND);
+	return mask;
 }
 
 static int rs_tcp_ioctl(struct rs_sock *rs, unsigned int cmd, unsigned long arg)
@@ -671,6 +723,9 @@ static int rs_tcp_ioctl(struct rs_sock *rs, unsigned int cmd, unsigned long arg)
 
 static int rs_tcp_shutdown(struct rs_sock *rs, int how)
 {
+	/* A FIN goes after the replay.  (lock_sock is held: the replay's end needs no lock.) */
+	if ((how & SEND_SHUTDOWN) && test_bit(RS_F_REPLAY, &rs->flags))
+		wait_event_interruptible(rs->close_wait, !test_bit(RS_F_REPLAY, &rs->flags));
 	return kernel_sock_shutdown(rs->tcp, how - 1);	/* @how: RCV_SHUTDOWN|SEND_SHUTDOWN */
 }
 
@@ -681,6 +736,10 @@ static int rs_tcp_shutdown(struct rs_sock *rs, int how)
 static int rs_tcp_getname(struct rs_sock *rs, struct sockaddr *addr, int peer)
 {
 	sock_owned_by_me(&rs->sk);
+	/* A connection resumed over TCP keeps the names it had on RDMA (its TCP's are others). */
+	if (test_bit(RS_F_RESUMED, &rs->flags))
+		return rs_name_copy(rs, addr, (struct sockaddr *)(peer ? &rs->peer_addr :
+								  &rs->local_addr));
 	if (rs->tcp)
 		return rs->tcp->ops->getname(rs->tcp, addr, peer);
 	if (peer)

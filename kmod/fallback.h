@@ -11,6 +11,7 @@ void rs_tcp_set_keepalive(struct sock *tsk, bool on);
 int rs_tcp_ensure(struct rs_sock *rs, int family);
 int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int reason);
 void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp);
+void rs_tcp_resume_attach(struct rs_sock *rs, struct socket *tcp, int reason);
 bool rs_tcp_foreign(struct socket *tcp);
 struct rs_sock *rs_tcp_owner(struct sock *tsk);
 void rs_tcp_detach(struct rs_sock *rs);

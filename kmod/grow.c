@@ -299,10 +299,14 @@ int rs_rx_resize(struct rs_sock *rs, u32 byte_len)
 	return err;
 }
 
-/* The previous switch's staging ring, once SWITCH (and so every WRITE from it) completed. */
+/*
+ * The previous switch's staging ring, until SWITCH (and so every WRITE from it) completed and the
+ * peer consumed its last byte: until then a lost path replays from it (resume.c).
+ */
 static bool rs_tx_old_busy(struct rs_sock *rs)
 {
-	return rs->tx_old.mr && (s32)(READ_ONCE(rs->sq_done) - rs->tx_old_seq) <= 0;
+	return rs->tx_old.mr && ((s32)(READ_ONCE(rs->sq_done) - rs->tx_old_seq) <= 0 ||
+				 READ_ONCE(rs->tx_acked) < rs->tx_lbase);
 }
 
 /* A RESIZE waits and the switch can be made now: the writer's wait condition, a hint. */
@@ -345,6 +349,7 @@ static void rs_tx_switched(struct rs_sock *rs)
 	rs_tx_move_staged(rs, &rs->tx_next);
 	rs->tx_old = rs->tx;
 	rs->tx_old_seq = rs->sq_posted - 1;
+	rs->tx_old_lbase = rs->tx_lbase;
 	rs->tx = rs->tx_next;
 	memset(&rs->tx_next, 0, sizeof(rs->tx_next));
 	rs->tx_lbase = rs->tx_prod;

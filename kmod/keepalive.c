@@ -86,7 +86,9 @@ static void rs_keepalive_work(struct work_struct *work)
 	/* A blocked writer relies on the probe's RC retries alone, as TCP's persist timer does. */
 	if (!persist && rs->ka_unanswered >= rs_ka_probes(rs)) {
 		rs_count(sock_net(&rs->sk), RS_CNT_KEEPALIVE_TIMEOUT);
-		rs_abort(rs, -ETIMEDOUT);
+		/* The peer is unreachable over RDMA: perhaps over TCP still (resume.c). */
+		if (!rs_path_lost(rs, -ETIMEDOUT))
+			rs_abort(rs, -ETIMEDOUT);
 		return;
 	}
 	if (rs->ka_unanswered < U8_MAX)

@@ -36,6 +36,7 @@ static const char * const rs_reason_names[RDMASOCK_REASON_MAX] = {
 	[RDMASOCK_REASON_FORCED] = "forced",
 	[RDMASOCK_REASON_NEG_CACHE] = "neg_cache",
 	[RDMASOCK_REASON_PEER_TCP] = "peer_tcp",
+	[RDMASOCK_REASON_RDMA_LOST] = "rdma_lost",
 };
 
 static const char * const rs_mode_names[] = {
@@ -64,6 +65,16 @@ static const char * const rs_counter_names[RS_CNT_WC_ERR] = {
 	[RS_CNT_ORPHAN_TIMEOUT] = "orphans_timed_out",
 	[RS_CNT_RP_TO_TCP] = "reuseport_to_tcp",
 	[RS_CNT_CGROUP_SOCKET] = "cgroup_sockets",
+	[RS_CNT_RESUMED] = "resumes",
+	[RS_CNT_RESUME_BYTES] = "resume_bytes_replayed",
+	[RS_CNT_RESUME_FAILED] = "resume_failures",
+	[RS_CNT_RESUME_TIMEOUT] = "resume_failed_timeout",
+	[RS_CNT_RESUME_REFUSED] = "resume_failed_refused",
+	[RS_CNT_RESUME_REJ_AUTH] = "resume_rejected_auth",
+	[RS_CNT_RESUME_REJ_UNKNOWN] = "resume_rejected_unknown",
+	[RS_CNT_RESUME_REJ_MALFORMED] = "resume_rejected_malformed",
+	[RS_CNT_RESUME_REJ_BUSY] = "resume_rejected_busy",
+	[RS_CNT_RESUME_NO_PORT] = "resume_port_unavailable",
 };
 
 /* "name netns global", one counter a line; fallbacks and completion errors by name. */

@@ -37,7 +37,24 @@ struct rs_hello {
 
 /* The sender takes RESIZE and answers with SWITCH: its peer may start small and grow the ring. */
 #define RS_HELLO_F_GROW		0x01
-#define RS_HELLO_FLAGS		RS_HELLO_F_GROW
+/*
+ * The sender can carry the connection on over TCP if the RDMA path is lost (resume.c): a struct
+ * rs_hello_resume follows the hello, and len is RS_HELLO_RESUME_SIZE.  A server sets it only in
+ * answer to a client's.
+ */
+#define RS_HELLO_F_RESUME	0x02
+#define RS_HELLO_FLAGS		(RS_HELLO_F_GROW | RS_HELLO_F_RESUME)
+
+/*
+ * After the hello when RS_HELLO_F_RESUME is set.  Each end sends half of the connection's resume
+ * key; the server names the connection (the client's id is zero, and ignored).
+ */
+struct rs_hello_resume {
+	__be64 conn_id;		/* the server's name for this connection; nonzero */
+	__u8 secret[16];	/* the sender's half of the key (they are XORed) */
+};
+
+#define RS_HELLO_RESUME_SIZE	56	/* all the room a REQ has */
 
 /*
  * The 32-bit immediate of every message says what it is: the top two bits are the type, the low 30
@@ -103,5 +120,57 @@ static inline int rs_ring_size_ok(__u32 size)
 {
 	return size >= RS_RING_MIN && size <= RS_RING_MAX && !(size % 4096);
 }
+
+/*
+ * Resume (resume.c, docs/design.md "Resume"): when the RDMA path of an established connection is
+ * lost, the client opens a TCP connection to the server's resume port and both ends prove they
+ * hold the connection's key, then say how far their readers consumed; each replays the rest.
+ *   client -> server  RS_RESUME_HELLO      conn_id, client nonce
+ *   server -> client  RS_RESUME_CHALLENGE  status, server nonce
+ *   client -> server  RS_RESUME_PROOF      the client's consumed position, MAC
+ *   server -> client  RS_RESUME_ACCEPT     status, the server's consumed position, MAC
+ * The MAC is SipHash-2-4, keyed with the XOR of the two hello secrets, over struct rs_resume_mac.
+ * Every message is 48 bytes; anything else ends the attempt.
+ */
+#define RS_RESUME_MAGIC		0x52535245U	/* "RSRE" */
+#define RS_RESUME_MSG_SIZE	48
+
+enum rs_resume_type {
+	RS_RESUME_HELLO = 1,
+	RS_RESUME_CHALLENGE = 2,
+	RS_RESUME_PROOF = 3,
+	RS_RESUME_ACCEPT = 4,
+};
+
+enum rs_resume_status {
+	RS_RESUME_OK = 0,
+	RS_RESUME_UNKNOWN = 1,	/* no such connection (any more): do not try again */
+	RS_RESUME_BUSY = 2,	/* too many attempts in progress: try again */
+	RS_RESUME_DENIED = 3,	/* proof or positions wrong */
+};
+
+struct rs_resume_msg {
+	__be32 magic;
+	__u8 version;		/* RS_PROTO_VERSION */
+	__u8 type;		/* enum rs_resume_type */
+	__u8 status;		/* enum rs_resume_status (CHALLENGE, ACCEPT); else 0 */
+	__u8 reserved;		/* zero */
+	__be64 conn_id;
+	__u8 nonce[16];		/* HELLO: the client's; CHALLENGE: the server's; else zero */
+	__be64 pos;		/* PROOF, ACCEPT: the sender's reader consumed this far; else zero */
+	__be64 mac;		/* PROOF, ACCEPT: SipHash of struct rs_resume_mac; else zero */
+};
+
+/* What the MAC covers (host order, packed as laid out): the role, both nonces, the position. */
+struct rs_resume_mac {
+	__u64 label;		/* RS_RESUME_LABEL_CLIENT or _SERVER */
+	__u64 conn_id;
+	__u8 client_nonce[16];
+	__u8 server_nonce[16];
+	__u64 pos;
+};
+
+#define RS_RESUME_LABEL_CLIENT	0x7273726573756d63ULL	/* "rsresumc" */
+#define RS_RESUME_LABEL_SERVER	0x7273726573756d73ULL	/* "rsresums" */
 
 #endif /* RDMASOCK_PROTO_H */

@@ -163,6 +163,15 @@ static int rs_rdma_sendmsg_op(struct rs_sock *rs, struct msghdr *msg, size_t len
 		return rs_tcp_carrier.sendmsg(rs, msg, len);
 	ret = rs_rdma_sendmsg(rs, msg, len);
 	release_sock(&rs->sk);
+	/* The connection resumed over TCP while we waited (resume.c): the rest goes there. */
+	if (ret == -EXDEV)
+		return rs_tcp_carrier.sendmsg(rs, msg, len);
+	if (ret >= 0 && ret < len && rs_is_tcp(rs) && !(msg->msg_flags & MSG_DONTWAIT)) {
+		int more = rs_tcp_carrier.sendmsg(rs, msg, len - ret);
+
+		if (more > 0)
+			ret += more;
+	}
 	return ret;
 }
 
@@ -198,6 +207,16 @@ static int rs_rdma_recvmsg_op(struct rs_sock *rs, struct msghdr *msg, size_t len
 		return rs_tcp_carrier.recvmsg(rs, msg, len, flags);
 	ret = rs_rdma_recvmsg(rs, msg, len, flags);
 	release_sock(&rs->sk);
+	/* The connection resumed over TCP while we waited (resume.c): the rest comes from there. */
+	if (ret == -EXDEV)
+		return rs_tcp_carrier.recvmsg(rs, msg, len, flags);
+	if (ret > 0 && ret < len && (flags & MSG_WAITALL) && !(flags & MSG_PEEK) &&
+	    rs_is_tcp(rs)) {
+		int more = rs_tcp_carrier.recvmsg(rs, msg, len - ret, flags);
+
+		if (more > 0)
+			ret += more;
+	}
 	return ret;
 }
 
@@ -238,7 +257,6 @@ static int rs_rdma_shutdown(struct rs_sock *rs, int how)
 static int rs_rdma_getname(struct rs_sock *rs, struct sockaddr *addr, int peer)
 {
 	struct sockaddr *src;
-	int ret;
 
 	sock_owned_by_me(&rs->sk);
 	if (rs->mode != RDMASOCK_MODE_RDMA || !rs->cm_id)
@@ -248,19 +266,7 @@ static int rs_rdma_getname(struct rs_sock *rs, struct sockaddr *addr, int peer)
 	src = peer ? (struct sockaddr *)&rs->cm_id->route.addr.dst_addr :
 		     (struct sockaddr *)&rs->cm_id->route.addr.src_addr;
 	/* An AF_INET6 socket names an IPv4 peer as TCP's does: v4-mapped. */
-	if (src->sa_family == AF_INET && rs_inet_family(rs) == AF_INET6) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)src;
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)addr;
-
-		memset(sin6, 0, sizeof(*sin6));
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = sin->sin_port;
-		ipv6_addr_set_v4mapped(sin->sin_addr.s_addr, &sin6->sin6_addr);
-		return sizeof(*sin6);
-	}
-	ret = src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-	memcpy(addr, src, ret);
-	return ret;
+	return rs_name_copy(rs, addr, src);
 }
 
 /* TCP_INFO: ours for a connection on RDMA, else the TCP socket's (a listener's, say). */

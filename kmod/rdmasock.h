@@ -11,6 +11,7 @@
 #include <linux/list.h>
 #include <linux/irq_poll.h>
 #include <linux/workqueue.h>
+#include <linux/siphash.h>
 #include <net/sock.h>
 #include <net/inet_sock.h>
 #include <linux/ipv6.h>
@@ -91,6 +92,11 @@ enum rs_flag {
 	RS_F_CLOSE_RESET,	/* closed with a RESET: never an orphan */
 	RS_F_URG_PENDING,	/* MSG_OOB: the URG for tx_urg goes before any more data */
 	RS_F_COMM_EST,		/* child: the client's first message told the CM (rs_comm_est) */
+	RS_F_RESUMABLE,		/* both hellos had RS_HELLO_F_RESUME: a lost path resumes over TCP */
+	RS_F_RESUMING,		/* the RDMA path is lost: resume.c carries the stream over to TCP */
+	RS_F_RESUME_DETACHED,	/* RESUMING, and the QP and rings are gone (replay_buf kept) */
+	RS_F_REPLAY,		/* resumed: resume_work sends the peer what it missed; writers wait */
+	RS_F_RESUMED,		/* the connection resumed over TCP: names are the RDMA ones */
 	RS_F_NR			/* (rs->flags is one unsigned long) */
 };
 
@@ -147,7 +153,7 @@ struct rs_sock {
 	struct rs_ring tx;		/* staging: min(the peer's ring, our SO_SNDBUF), grow.c */
 	/* Growing rings (grow.c). */
 	struct rs_ring rx_next;		/* offered by RESIZE, written from rx_switch on */
-	struct rs_ring tx_old;		/* staging before SWITCH, freed once its WRITEs completed */
+	struct rs_ring tx_old;		/* staging before SWITCH, freed once the peer consumed it */
 	struct rs_ring tx_next;		/* staging for the peer's RESIZE, until SWITCH is posted */
 	struct rs_resize *resize_buf;	/* the one receive buffer: RESIZE's payload lands here */
 	u64 resize_dma;
@@ -157,6 +163,7 @@ struct rs_sock {
 		u32 peer_next_rkey;
 		u32 peer_next_size;
 		u32 tx_old_seq;		/* SWITCH's WR: tx_old is free once it completed */
+		u64 tx_old_lbase;	/* stream position of tx_old's offset 0 */
 	);
 	/* A REG_MR and its message, posted once the send queue is empty (RS_F_SQ_FENCE). */
 	struct ib_reg_wr fence_reg;
@@ -264,6 +271,23 @@ struct rs_sock {
 	u32 orphan_done;			/* to this */
 	u32 orphan_probe_end;			/* sq_posted after its last probe */
 	bool orphan_counted;			/* counted in rs_orphans */
+
+	/* Resume over TCP after the RDMA path is lost (resume.c). */
+	struct delayed_work resume_work;	/* client: the handshake; both: the replay, timeout */
+	struct hlist_node resume_node;		/* server: in the table of resumable connections */
+	u64 resume_id;				/* the server's name for the connection */
+	siphash_key_t resume_key;		/* the XOR of both hello secrets */
+	u8 resume_secret[16];			/* our half, as sent in our hello */
+	unsigned long resume_deadline;		/* jiffies: past it the loss is an error */
+	int resume_err;				/* the error the loss gives if it cannot resume */
+	u64 resume_rx;				/* our reader's rx_cons when the path went */
+	u64 replay_base;			/* stream position of replay_buf[0] (tx_acked) */
+	u64 replay_end;				/* tx_staged when the path went */
+	u64 replay_prod;			/* tx_prod then: the peer cannot have read more */
+	u64 replay_from;			/* the peer's consumed position: replay from here */
+	void *replay_buf;			/* kvmalloc'ed, replay_end - replay_base bytes */
+	bool resume_fin;			/* our FIN was due: shut TCP's write side after */
+	struct socket *resume_tcp;		/* the resumed TCP socket, until it is rs->tcp */
 
 	/* The TCP socket's own callbacks, which ours wrap (fallback.c). */
 	void (*tcp_cb[RS_TCP_NR_CB])(struct sock *sk);

@@ -213,6 +213,9 @@ void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		/* Flushed after the peer's FIN: an orderly close.  Anything else is a reset. */
 		rs_count_wc_error(sock_net(&rs->sk), wc->status);
+		/* Unless the path is lost, not the connection: it carries on over TCP (resume.c). */
+		if (rs_path_lost(rs, -ECONNRESET))
+			return;
 		set_bit(RS_F_DISCONNECTED, &rs->flags);
 		wake_up_all(&rs->close_wait);
 		if (!test_bit(RS_F_PEER_FIN, &rs->flags))
@@ -439,7 +442,7 @@ static bool rs_rx_should_wake(struct rs_sock *rs, u64 pos)
 
 	return READ_ONCE(rs->rx_prod) != pos || READ_ONCE(sk->sk_err) ||
 	       (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) ||
-	       READ_ONCE(sk->sk_state) == TCP_CLOSE;
+	       READ_ONCE(sk->sk_state) == TCP_CLOSE || rs_is_tcp(rs);
 }
 
 static unsigned int rs_busy_poll_us;
@@ -592,6 +595,11 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 		}
 		if (copied >= target)
 			break;
+		/* The connection resumed over TCP: the rest is there (rdma.c). */
+		if (rs_is_tcp(rs)) {
+			err = -EXDEV;
+			break;
+		}
 		/* As tcp_recvmsg()'s SOCK_DONE: after the peer's FIN, EOF before any error. */
 		if (test_bit(RS_F_PEER_FIN, &rs->flags) && !test_bit(RS_F_ABORTED, &rs->flags))
 			break;

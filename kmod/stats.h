@@ -25,6 +25,16 @@ enum rs_counter {
 	RS_CNT_ORPHAN_TIMEOUT,	/* an orphan's peer took nothing for TCP_USER_TIMEOUT: reset */
 	RS_CNT_RP_TO_TCP,	/* reuseport group: TCP's choice was a plain TCP listener */
 	RS_CNT_CGROUP_SOCKET,	/* a TCP socket() made an rdmasock one by the cgroup switch */
+	RS_CNT_RESUMED,		/* connections that lost their RDMA path and resumed over TCP */
+	RS_CNT_RESUME_BYTES,	/* bytes replayed over TCP after a resume */
+	RS_CNT_RESUME_FAILED,	/* connections that lost their path and could not resume: */
+	RS_CNT_RESUME_TIMEOUT,	/*   resume_timeout_ms passed (the peer is gone) */
+	RS_CNT_RESUME_REFUSED,	/*   the peer had no such connection, or the positions were wrong */
+	RS_CNT_RESUME_REJ_AUTH,	/* server: a resume attempt whose proof was wrong */
+	RS_CNT_RESUME_REJ_UNKNOWN,	/* server: an attempt for no connection we have */
+	RS_CNT_RESUME_REJ_MALFORMED,	/* server: an attempt that broke the handshake's format */
+	RS_CNT_RESUME_REJ_BUSY,	/* server: turned away, resume_max_pending in progress */
+	RS_CNT_RESUME_NO_PORT,	/* the resume port could not be had: no resume in this netns */
 	RS_CNT_WC_ERR,		/* + ib_wc_status: RS_CNT_WC_ERR + status */
 	RS_CNT_MAX = RS_CNT_WC_ERR + IB_WC_GENERAL_ERR + 1
 };

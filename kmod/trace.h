@@ -40,6 +40,9 @@ DEFINE_EVENT(rdmasock_sock, rdmasock_fallback, TP_PROTO(struct rs_sock *rs), TP_
 DEFINE_EVENT(rdmasock_sock, rdmasock_shutdown, TP_PROTO(struct rs_sock *rs), TP_ARGS(rs));
 DEFINE_EVENT(rdmasock_sock, rdmasock_error, TP_PROTO(struct rs_sock *rs), TP_ARGS(rs));
 DEFINE_EVENT(rdmasock_sock, rdmasock_teardown, TP_PROTO(struct rs_sock *rs), TP_ARGS(rs));
+/* The RDMA path is lost and the connection resumes (err: what it would give); then resumed. */
+DEFINE_EVENT(rdmasock_sock, rdmasock_resume, TP_PROTO(struct rs_sock *rs), TP_ARGS(rs));
+DEFINE_EVENT(rdmasock_sock, rdmasock_resumed, TP_PROTO(struct rs_sock *rs), TP_ARGS(rs));
 
 #endif /* RDMASOCK_TRACE_H */
 

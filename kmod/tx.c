@@ -58,6 +58,11 @@ void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		}
 		rs_count_wc_error(sock_net(&rs->sk), wc->status);
 		pr_debug("send completion %s\n", ib_wc_status_msg(wc->status));
+		/* The path is lost, not the connection: it carries on over TCP (resume.c). */
+		if (rs_path_lost(rs, rs_wc_errno(wc->status))) {
+			wake_up_all(&rs->close_wait);
+			return;
+		}
 		/* The QP is in error: nothing more will complete, writes fail from now on. */
 		set_bit(RS_F_DISCONNECTED, &rs->flags);
 		if (!test_bit(RS_F_PEER_FIN, &rs->flags)) {
@@ -324,6 +329,9 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo, u32 gen)
 		/* Another thread's connect() started over while we waited: not our stream. */
 		if (READ_ONCE(rs->conn_gen) != gen)
 			err = -EPIPE;
+		/* The connection resumed over TCP meanwhile: the rest goes there (rdma.c). */
+		if (rs_is_tcp(rs))
+			err = -EXDEV;
 		if (!err)
 			rs_tx_switch(rs);	/* the peer offered a larger ring: take it first */
 		if (err || rs_tx_can_write(rs))
@@ -355,7 +363,7 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo, u32 gen)
 		 * clears WANT_SENT and may come before we joined the queue: ask again then.
 		 */
 		sk_wait_event(sk, timeo, rs_tx_error(rs) || rs_tx_can_write(rs) ||
-			      READ_ONCE(rs->conn_gen) != gen || rs_tx_want_due(rs) ||
+			      READ_ONCE(rs->conn_gen) != gen || rs_tx_want_due(rs) || rs_is_tcp(rs) ||
 			      (rs_tx_switch_ready(rs) && !test_bit(RS_F_SWITCH_WAIT, &rs->flags)),
 			      &wait);
 	}
@@ -457,6 +465,53 @@ static bool rs_tx_peer_closed(struct rs_sock *rs)
 		rs_wake(sk, EPOLLOUT | EPOLLHUP | EPOLLERR);
 	}
 	return closed;
+}
+
+/*
+ * Teardown of a connection that resumes over TCP (resume.c), lock_sock held, the QP gone so that
+ * nothing moves: keep every byte the peer has not consumed, which is all it can still need.  They
+ * are in the staging ring, and for a switch's first bytes in the previous one (kept until the
+ * peer consumed them, grow.c).  At most the two staging rings' sizes.
+ */
+int rs_tx_snapshot(struct rs_sock *rs)
+{
+	u64 pos, end;
+	u32 n;
+	void *buf = NULL;
+
+	sock_owned_by_me(&rs->sk);
+	n = rs->tx_staged - rs->tx_acked;
+	if (n) {
+		buf = kvmalloc(n, GFP_KERNEL);
+		if (!buf)
+			return -ENOMEM;
+	}
+	for (pos = rs->tx_acked; pos < rs->tx_staged; pos += n) {
+		const struct rs_ring *r = &rs->tx;
+		u64 lbase = rs->tx_lbase;
+		u32 off;
+
+		end = rs->tx_staged;
+		if (pos < rs->tx_lbase) {
+			r = &rs->tx_old;
+			lbase = rs->tx_old_lbase;
+			end = rs->tx_lbase;
+		}
+		if (!r->buf || !r->size || pos < lbase) {
+			kvfree(buf);
+			return -EPROTO;	/* (cannot happen: tx_old stays until consumed) */
+		}
+		off = (pos - lbase) % r->size;
+		n = min_t(u64, end - pos, r->size - off);
+		memcpy(buf + (pos - rs->tx_acked), r->buf + off, n);
+	}
+	rs->replay_buf = buf;
+	rs->replay_base = rs->tx_acked;
+	rs->replay_end = rs->tx_staged;
+	rs->replay_prod = rs->tx_prod;
+	rs->resume_fin = test_bit(RS_F_FIN_PENDING, &rs->flags) ||
+			 test_bit(RS_F_FIN_SENT, &rs->flags);
+	return 0;
 }
 
 int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)

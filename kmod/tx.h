@@ -12,5 +12,6 @@ void rs_tx_push(struct rs_sock *rs);
 void rs_tx_init(struct rs_sock *rs);
 void rs_tx_stop(struct rs_sock *rs);
 u32 rs_tx_space(struct rs_sock *rs);
+int rs_tx_snapshot(struct rs_sock *rs);
 
 #endif /* RDMASOCK_TX_H */

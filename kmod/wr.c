@@ -141,7 +141,8 @@ static void rs_qp_err_work(struct work_struct *work)
 {
 	struct rs_sock *rs = container_of(work, struct rs_sock, qp_err_work);
 
-	if (test_bit(RS_F_RDMA_UP, &rs->flags) && !test_bit(RS_F_DYING, &rs->flags))
+	if (test_bit(RS_F_RDMA_UP, &rs->flags) && !test_bit(RS_F_DYING, &rs->flags) &&
+	    !rs_path_lost(rs, -ECONNRESET))
 		rs_abort(rs, -ECONNRESET);
 	sock_put(&rs->sk);
 }

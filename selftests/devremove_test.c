@@ -1,15 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Device removal: `rdma link delete` while connections carry data.  Every socket on the device
- * must fail promptly with an error (no hang), the deletion must complete, a listener bound to the
- * device's address keeps serving TCP, and once the device is back new connections use RDMA again.
- * Runs last: it takes rxe0 away and puts it back.
+ * Device removal: `rdma link delete` while connections carry data.
+ *   With resume (the default), every connection carries on over TCP where its stream stood: four
+ *   checksummed streams (two connections, both ways, random write sizes, blocking and epoll
+ *   readers) arrive whole and in order, no call fails, and every end is then TCP, reason
+ *   rdma_lost; a hundred connections losing their path at once all resume.
+ *   With resume=N, every socket on the device fails promptly with an error (no hang), the
+ *   deletion completes, a listener bound to the device's address keeps serving TCP.
+ * Each time the device comes back, new connections use RDMA again.  Runs last: it takes rxe0 away
+ * and puts it back.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
 #include <sys/wait.h>
 #include "lib.h"
 #include "kselftest_harness.h"
+
+#define RESUME_PARAM "/sys/module/rdmasock/parameters/resume"
 
 struct flow {
 	int fd;
@@ -75,6 +84,221 @@ static int wait_for_gid(void)
 	return -1;
 }
 
+static int write_file(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "w");
+	int err;
+
+	if (!f)
+		return -1;
+	err = fputs(val, f) < 0;
+	return fclose(f) || err ? -1 : 0;
+}
+
+/* One checksummed stream: @total bytes of pattern @seed, written in random sizes, then FIN. */
+struct stream {
+	int wfd, rfd;
+	unsigned int seed;
+	size_t total;
+	bool epoll;			/* the reader waits in epoll_wait() on a nonblocking socket */
+	volatile size_t got;		/* bytes read, all of them checked */
+	int werr, rerr;			/* errno of a failed call, or -1 for a wrong byte / early EOF */
+	bool eof;
+};
+
+static void *stream_write(void *p)
+{
+	struct stream *st = p;
+	static __thread unsigned char buf[65536];
+	unsigned int r = st->seed;
+	size_t done = 0;
+
+	while (done < st->total) {
+		size_t n = 1 + rand_r(&r) % sizeof(buf);
+
+		if (n > st->total - done)
+			n = st->total - done;
+		for (size_t i = 0; i < n; i++)
+			buf[i] = pattern_byte(done + i, st->seed);
+		if (write_all(st->wfd, buf, n)) {
+			st->werr = errno;
+			fprintf(stderr, "# stream %u: write at %zu: %s\n", st->seed, done,
+				strerror(errno));
+			return NULL;
+		}
+		done += n;
+	}
+	if (shutdown(st->wfd, SHUT_WR))
+		st->werr = errno;
+	return NULL;
+}
+
+static void *stream_read(void *p)
+{
+	struct stream *st = p;
+	static __thread unsigned char buf[65536];
+	unsigned int r = st->seed * 7;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
+	int ep = -1;
+
+	if (st->epoll) {
+		/* (Nonblocking reads, not a nonblocking fd: the other stream writes on it.) */
+		ep = epoll_create1(0);
+		epoll_ctl(ep, EPOLL_CTL_ADD, st->rfd, &ev);
+	}
+	for (;;) {
+		size_t want = 1 + rand_r(&r) % sizeof(buf);
+		ssize_t n = recv(st->rfd, buf, want, st->epoll ? MSG_DONTWAIT : 0);
+
+		if (n < 0 && st->epoll && errno == EAGAIN) {
+			if (epoll_wait(ep, &ev, 1, 60000) != 1) {
+				st->rerr = ETIMEDOUT;
+				break;
+			}
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			st->rerr = errno;
+			fprintf(stderr, "# stream %u: read at %zu: %s\n", st->seed, (size_t)st->got,
+				strerror(errno));
+			break;
+		}
+		if (!n) {
+			st->eof = true;
+			if (st->got != st->total) {
+				fprintf(stderr, "# stream %u: EOF at %zu\n", st->seed, (size_t)st->got);
+				st->rerr = -1;
+			}
+			break;
+		}
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] != pattern_byte(st->got + i, st->seed)) {
+				fprintf(stderr, "# stream %u: byte %zu wrong\n", st->seed, st->got + i);
+				st->rerr = -1;
+				break;
+			}
+		}
+		if (st->rerr)
+			break;
+		st->got += n;
+	}
+	if (ep >= 0)
+		close(ep);
+	return NULL;
+}
+
+static void device_back(struct __test_metadata *_metadata)
+{
+	int c, s;
+	char buf[5];
+
+	ASSERT_EQ(0, run("rdma link add rxe0 type rxe netdev eth0"));
+	ASSERT_EQ(0, wait_for_gid());
+	ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, AF_INET, &c, &s));
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(5, send(c, "again", 5, 0));
+	ASSERT_EQ(5, recv(s, buf, 5, MSG_WAITALL));
+	close(c);
+	close(s);
+}
+
+TEST(resume_streams_on_device_delete)
+{
+	long long resumes = rs_counter("resumes"), failures = rs_counter("resume_failures");
+	long long replayed = rs_counter("resume_bytes_replayed");
+	struct stream st[4];
+	pthread_t w[4], r[4];
+	int fd[4];
+
+	ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, AF_INET, &fd[0], &fd[1]));
+	ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, AF_INET6, &fd[2], &fd[3]));
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(fd[i], RDMASOCK_MODE));
+	for (int i = 0; i < 4; i++) {
+		/* 0: c1 -> s1, 1: s1 -> c1, 2: c2 -> s2, 3: s2 -> c2; readers 1 and 3 use epoll. */
+		int a = i < 2 ? 0 : 2;
+
+		st[i] = (struct stream){ .wfd = fd[a + (i & 1)], .rfd = fd[a + !(i & 1)],
+					 .seed = 11 + i, .total = scaled(96 << 20),
+					 .epoll = i & 1 };
+		ASSERT_EQ(0, pthread_create(&r[i], NULL, stream_read, &st[i]));
+		ASSERT_EQ(0, pthread_create(&w[i], NULL, stream_write, &st[i]));
+	}
+	/* Every stream under way, most of them far from done: then the device goes. */
+	for (int i = 0; i < 400; i++) {
+		bool all = true;
+
+		for (int j = 0; j < 4; j++)
+			all = all && st[j].got >= (256 << 10);
+		if (all)
+			break;
+		usleep(25000);
+	}
+	int running = 0;
+
+	for (int j = 0; j < 4; j++) {
+		TH_LOG("stream %d: %zu bytes before the delete", j, (size_t)st[j].got);
+		running += st[j].got < st[j].total / 2;
+	}
+	ASSERT_LE(3, running);
+	ASSERT_EQ(0, run("timeout 60 rdma link delete rxe0"));
+	for (int i = 0; i < 4; i++) {
+		pthread_join(w[i], NULL);
+		pthread_join(r[i], NULL);
+		TH_LOG("stream %d: %zu of %zu bytes, writer errno %d, reader %d", i, st[i].got,
+		       st[i].total, st[i].werr, st[i].rerr);
+		EXPECT_EQ(0, st[i].werr);
+		EXPECT_EQ(0, st[i].rerr);
+		EXPECT_EQ(st[i].total, st[i].got);
+		EXPECT_TRUE(st[i].eof);
+	}
+	for (int i = 0; i < 4; i++) {
+		EXPECT_EQ(RDMASOCK_MODE_TCP, rs_getint(fd[i], RDMASOCK_MODE));
+		EXPECT_EQ(RDMASOCK_REASON_RDMA_LOST, rs_getint(fd[i], RDMASOCK_FALLBACK_REASON));
+		close(fd[i]);
+	}
+	EXPECT_EQ(resumes + 4, rs_counter("resumes"));
+	EXPECT_EQ(failures, rs_counter("resume_failures"));
+	TH_LOG("replayed %lld bytes", rs_counter("resume_bytes_replayed") - replayed);
+	device_back(_metadata);
+}
+
+TEST(hundred_connections_resume_at_once)
+{
+	enum { N = 100 };
+	long long resumes = rs_counter("resumes");
+	int c[N], s[N];
+	char buf[8];
+
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, i & 1 ? AF_INET6 : AF_INET, &c[i], &s[i]));
+		ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c[i], RDMASOCK_MODE));
+		/* Something in flight each way, unread when the path goes. */
+		ASSERT_EQ(4, send(c[i], "ping", 4, 0));
+		ASSERT_EQ(4, send(s[i], "pong", 4, 0));
+	}
+	ASSERT_EQ(0, run("timeout 120 rdma link delete rxe0"));
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(4, recv(s[i], buf, 4, MSG_WAITALL));
+		ASSERT_EQ(0, memcmp(buf, "ping", 4));
+		ASSERT_EQ(4, recv(c[i], buf, 4, MSG_WAITALL));
+		ASSERT_EQ(0, memcmp(buf, "pong", 4));
+		ASSERT_EQ(5, send(c[i], "after", 5, 0));
+		ASSERT_EQ(5, recv(s[i], buf, 5, MSG_WAITALL));
+		ASSERT_EQ(0, memcmp(buf, "after", 5));
+		ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(c[i], RDMASOCK_MODE));
+		ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(s[i], RDMASOCK_MODE));
+	}
+	for (int i = 0; i < N; i++) {
+		close(c[i]);
+		close(s[i]);
+	}
+	EXPECT_EQ(resumes + 2 * N, rs_counter("resumes"));
+	device_back(_metadata);
+}
+
 TEST(delete_device_during_transfer)
 {
 	struct sockaddr_storage ss;
@@ -84,6 +308,8 @@ TEST(delete_device_during_transfer)
 	pthread_t to, ti;
 	long long removals = rs_counter("device_removals");
 
+	/* Without resume: the connections fail, as they did before it existed. */
+	ASSERT_EQ(0, write_file(RESUME_PARAM, "N"));
 	lfd = make_listener(CARRIER_RDMASOCK, AF_INET, &ss, &len);
 	ASSERT_LE(0, lfd);
 	c = socket(rs_family_number(), SOCK_STREAM, 0);
@@ -104,6 +330,7 @@ TEST(delete_device_during_transfer)
 	ASSERT_EQ(0, run("timeout 60 rdma link delete rxe0"));
 	pthread_join(to, NULL);
 	pthread_join(ti, NULL);
+	write_file(RESUME_PARAM, "Y");
 	EXPECT_NE(0, out.err);
 	EXPECT_NE(0, in.err);
 	TH_LOG("writer errno %d, reader errno %d", out.err, in.err);
@@ -122,16 +349,7 @@ TEST(delete_device_during_transfer)
 	close(lfd);
 
 	/* The device comes back: RDMA again. */
-	ASSERT_EQ(0, run("rdma link add rxe0 type rxe netdev eth0"));
-	ASSERT_EQ(0, wait_for_gid());
-	ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, AF_INET, &c, &s));
-	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
-	ASSERT_EQ(5, send(c, "again", 5, 0));
-	char buf[5];
-
-	ASSERT_EQ(5, recv(s, buf, 5, MSG_WAITALL));
-	close(c);
-	close(s);
+	device_back(_metadata);
 }
 
 #include "harness_main.h"

@@ -66,6 +66,7 @@ enum rdmasock_fallback_reason {
 	RDMASOCK_REASON_NEG_CACHE = 7,		/* destination recently had no rdmasock */
 	RDMASOCK_REASON_PEER_TCP = 8,		/* accepted: the client spoke plain TCP */
 	RDMASOCK_REASON_PEER_BUSY = 9,		/* listener stayed busy (backlog full) */
+	RDMASOCK_REASON_RDMA_LOST = 10,		/* was RDMA; the path was lost, resumed over TCP */
 	RDMASOCK_REASON_MAX
 };
 
