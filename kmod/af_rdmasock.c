@@ -858,6 +858,7 @@ static void rs_fill_info(struct rs_sock *rs, struct rdmasock_info *info)
 {
 	memset(info, 0, sizeof(*info));
 	info->version = RDMASOCK_INFO_VERSION;
+	info->resume_id = test_bit(RS_F_RESUMABLE, &rs->flags) ? rs->resume_id : 0;
 	info->mode = rs->mode;
 	info->fallback_reason = rs->reason;
 	info->state = rs->sk.sk_state;

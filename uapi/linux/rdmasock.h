@@ -86,6 +86,8 @@ struct rdmasock_info {
 	__u32 rx_queued;	/* bytes received, not yet read */
 	__u32 tx_queued;	/* bytes written, not yet consumed by the peer */
 	__u64 protocol_errors;
+	/* Appended (the length returned says whether it is there): */
+	__u64 resume_id;	/* the connection's name for resuming over TCP; 0: it cannot */
 };
 
 #endif /* _UAPI_LINUX_RDMASOCK_H */
