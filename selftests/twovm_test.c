@@ -32,6 +32,13 @@
 #define PORT_LOSSY_RS	7013
 #define PORT_LOSSY_TCP	7014
 #define PORT_KILL	7015
+#define PORT_DROP	7016
+#define DROP_BYTES	(32 << 20)
+#define DROP_AFTER	(2 << 20)	/* the server drops its RoCE traffic after echoing this much */
+/* The server's egress RoCE v2 (UDP 4791) dropped, its TCP not: RC retries run out both ways. */
+#define DROP_ROCE	"tc qdisc add dev eth0 root handle 1: prio && tc filter add dev eth0 " \
+			"parent 1: protocol ip prio 1 u32 match ip protocol 17 0xff " \
+			"match ip dport 4791 0xffff action drop"
 #define STREAM_BYTES	(16 << 20)
 #define LOSSY_BYTES	(2 << 20)
 #define KILL_AFTER	(1 << 20)	/* the server dies after echoing this much */
@@ -239,6 +246,51 @@ static int serve_then_die(int ctrl)
 	return system(cmd) ? -1 : 0;
 }
 
+/* Echo an rdmasock connection; mid-transfer, drop our RoCE traffic: it must go on over TCP. */
+static int serve_roce_drop(int ctrl)
+{
+	int lrs = listen_on(rs_family_number(), PORT_DROP);
+	size_t echoed = 0;
+	bool dropping = false;
+	char buf[65536];
+	int fd, err = 0;
+	ssize_t n;
+
+	if (lrs < 0 || say_go(ctrl))
+		return -1;
+	fd = accept_one(lrs);
+	if (fd < 0)
+		return -1;
+	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) {
+		if (write_all(fd, buf, n)) {
+			err = -1;
+			break;
+		}
+		echoed += n;
+		if (!dropping && echoed >= DROP_AFTER) {
+			dropping = true;
+			if (system(DROP_ROCE))
+				err = -1;
+		}
+	}
+	if (n < 0) {
+		fprintf(stderr, "server: echo failed after %zu bytes: %s\n", echoed, strerror(errno));
+		show_kernel_side("server");
+		err = -1;
+	}
+	shutdown(fd, SHUT_WR);
+	if (system("tc qdisc del dev eth0 root"))
+		err = -1;
+	fprintf(stderr, "server: echoed %zu bytes, mode %d, reason %d\n", echoed,
+		rs_getint(fd, RDMASOCK_MODE), rs_getint(fd, RDMASOCK_FALLBACK_REASON));
+	if (rs_getint(fd, RDMASOCK_MODE) != RDMASOCK_MODE_TCP ||
+	    rs_getint(fd, RDMASOCK_FALLBACK_REASON) != RDMASOCK_REASON_RDMA_LOST)
+		err = -1;
+	close(fd);
+	close(lrs);
+	return err;
+}
+
 static int serve_rdma(int ctrl)
 {
 	return serve(ctrl, rs_family_number(), PORT_RDMA);
@@ -265,6 +317,7 @@ static const struct twovm_case {
 	{ "lossy_reordering_wire_keeps_streams_intact", true, true, serve_lossy },
 	{ "peer_without_rdmasock", true, false, serve_nomod },
 	{ "peer_without_rdma_device", false, false, serve_norxe },
+	{ "roce_dropped_mid_transfer_resumes_over_tcp", true, true, serve_roce_drop },
 	{ "peer_vm_killed_mid_transfer", true, true, serve_then_die },
 };
 
@@ -683,6 +736,40 @@ TEST_F(wire, peer_without_rdma_device)
 		close(fd);
 	}
 	ASSERT_EQ(0, quit_phase(PORT_NORXE));
+	close(ctrl);
+}
+
+/*
+ * The server drops its RoCE traffic (UDP 4791) mid-transfer, not its TCP: RC retries run out at
+ * both ends, and the connection goes on over TCP, every byte of the echo in order, no error.
+ */
+TEST_F_TIMEOUT(wire, roce_dropped_mid_transfer_resumes_over_tcp, 300)
+{
+	int ctrl = case_begin(_metadata), last;
+	long long resumes = rs_counter("resumes");
+	struct echo_check e = { .len = scaled(DROP_BYTES) };
+	pthread_t t;
+	size_t got;
+
+	ASSERT_LE(0, ctrl);
+	e.fd = rs_connect_peer(PORT_DROP);
+	ASSERT_LE(0, e.fd);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(e.fd, RDMASOCK_MODE));
+	ASSERT_EQ(0, pthread_create(&t, NULL, echo_writer, &e));
+	got = echo_verified_last(e.fd, e.len, &last);
+	pthread_join(t, NULL);
+	TH_LOG("echo verified up to %zu of %zu; last recv %d, writer errno %d", got, e.len, last,
+	       e.err);
+	EXPECT_EQ(e.len, got);
+	EXPECT_EQ(0, e.err);
+	if (got == e.len)
+		EXPECT_EQ(0, echo_verified_last(e.fd, 1, &last));	/* then EOF */
+	EXPECT_EQ(RDMASOCK_MODE_TCP, rs_getint(e.fd, RDMASOCK_MODE));
+	EXPECT_EQ(RDMASOCK_REASON_RDMA_LOST, rs_getint(e.fd, RDMASOCK_FALLBACK_REASON));
+	EXPECT_EQ(resumes + 1, rs_counter("resumes"));
+	if (got != e.len || e.err)
+		show_kernel_side("client");
+	close(e.fd);
 	close(ctrl);
 }
 
