@@ -207,6 +207,10 @@ void rs_release(struct rs_sock *rs)
 
 	if (cancel_delayed_work_sync(&rs->connect_work))
 		sock_put(sk);	/* the pending work's reference */
+	/* No resume starts or attaches from here on (rs_path_lost(), resume.c test it). */
+	spin_lock_bh(&rs->lock);
+	set_bit(RS_F_CLOSING, &rs->flags);
+	spin_unlock_bh(&rs->lock);
 	rs_resume_stop(rs);
 	lock_sock(sk);
 	if (sk->sk_state == TCP_LISTEN || rs->mode == RDMASOCK_MODE_LISTEN)

@@ -81,6 +81,9 @@ void rs_conn_reset(struct rs_sock *rs)
 	memset(&rs->conn_peer, 0, sizeof(rs->conn_peer));
 	memset(&rs->conn_next, 0, sizeof(rs->conn_next));
 	memset(&rs->conn_stats, 0, sizeof(rs->conn_stats));
+	kvfree(rs->replay_buf);		/* (an earlier connection's resume, never attached) */
+	rs->replay_buf = NULL;
+	rs->replay_ok = false;
 	spin_unlock_bh(&rs->lock);
 	rs->busy_tries = 0;
 	rs->ka_last = 0;
@@ -130,8 +133,7 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 		spin_lock_bh(&rs->lock);
 		rs->resume_rx = rs->rx_cons;
 		spin_unlock_bh(&rs->lock);
-		if (rs_tx_snapshot(rs))
-			rs->resume_err = rs->resume_err ? : -ENOMEM;
+		rs_tx_snapshot(rs);	/* (replay_ok says whether it could be taken) */
 		set_bit(RS_F_RESUME_DETACHED, &rs->flags);
 	}
 	/*
@@ -174,7 +176,7 @@ void rs_teardown_work(struct work_struct *work)
 		/* The path is lost: the RDMA half goes now, then resume.c's work carries on. */
 		rs_teardown_rdma(rs, false);
 		sock_hold(&rs->sk);
-		if (mod_delayed_work(rs_wq, &rs->resume_work, 0))
+		if (mod_delayed_work(rs_resume_wq, &rs->resume_work, 0))
 			sock_put(&rs->sk);	/* it was pending already, with its reference */
 	}
 	release_sock(&rs->sk);

@@ -22,6 +22,7 @@ module_param_named(connect_timeout_ms, rs_connect_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(connect_timeout_ms, "bound on RDMA connection set-up before falling back to TCP");
 
 struct workqueue_struct *rs_wq;
+struct workqueue_struct *rs_resume_wq;	/* unbound: resume_work and handshakes block (resume.c) */
 
 unsigned int rs_resume_port = 19261;
 module_param_named(resume_port, rs_resume_port, uint, 0444);
@@ -185,15 +186,19 @@ bool rs_path_lost(struct rs_sock *rs, int err)
 	int state = READ_ONCE(sk->sk_state);
 	bool resuming;
 
-	/* An established connection, accepted if a child (in the table), never an orphan. */
+	/*
+	 * An established connection, accepted if a child (in the table), never an orphan or one
+	 * being closed, nor one whose peer sent its FIN (what it sent stays readable, to EOF).
+	 */
 	if (!test_bit(RS_F_RESUMABLE, &rs->flags) || !test_bit(RS_F_PEER_READY, &rs->flags) ||
+	    test_bit(RS_F_PEER_FIN, &rs->flags) ||
 	    !test_bit(RS_F_READY_SENT, &rs->flags) || !READ_ONCE(rs_resume_on) ||
 	    (state != TCP_ESTABLISHED && state != TCP_CLOSE_WAIT) || sock_flag(sk, SOCK_DEAD) ||
 	    test_bit(RS_F_CLOSE_RESET, &rs->flags) ||
 	    (rs->parent && hlist_unhashed(&rs->resume_node)))
 		return test_bit(RS_F_RESUMING, &rs->flags);
 	spin_lock_bh(&rs->lock);
-	resuming = !test_bit(RS_F_ABORTED, &rs->flags) &&
+	resuming = !test_bit(RS_F_ABORTED, &rs->flags) && !test_bit(RS_F_CLOSING, &rs->flags) &&
 		   (test_bit(RS_F_RESUMING, &rs->flags) || !test_bit(RS_F_DYING, &rs->flags));
 	if (resuming && !test_and_set_bit(RS_F_RESUMING, &rs->flags)) {
 		rs->resume_err = err;

@@ -7,6 +7,7 @@
 
 extern unsigned int rs_connect_timeout_ms;
 extern struct workqueue_struct *rs_wq;
+extern struct workqueue_struct *rs_resume_wq;
 extern unsigned int rs_resume_port;
 extern unsigned int rs_resume_timeout_ms;
 extern bool rs_resume_on;

@@ -723,9 +723,17 @@ static int rs_tcp_ioctl(struct rs_sock *rs, unsigned int cmd, unsigned long arg)
 
 static int rs_tcp_shutdown(struct rs_sock *rs, int how)
 {
-	/* A FIN goes after the replay.  (lock_sock is held: the replay's end needs no lock.) */
-	if ((how & SEND_SHUTDOWN) && test_bit(RS_F_REPLAY, &rs->flags))
-		wait_event_interruptible(rs->close_wait, !test_bit(RS_F_REPLAY, &rs->flags));
+	/* A FIN goes after the replay: its end sends it (resume.c), under rs->lock as this test. */
+	if (how & SEND_SHUTDOWN) {
+		spin_lock_bh(&rs->lock);
+		if (test_bit(RS_F_REPLAY, &rs->flags)) {
+			rs->resume_fin = true;
+			how &= ~SEND_SHUTDOWN;
+		}
+		spin_unlock_bh(&rs->lock);
+		if (!how)
+			return 0;
+	}
 	return kernel_sock_shutdown(rs->tcp, how - 1);	/* @how: RCV_SHUTDOWN|SEND_SHUTDOWN */
 }
 
@@ -737,7 +745,7 @@ static int rs_tcp_getname(struct rs_sock *rs, struct sockaddr *addr, int peer)
 {
 	sock_owned_by_me(&rs->sk);
 	/* A connection resumed over TCP keeps the names it had on RDMA (its TCP's are others). */
-	if (test_bit(RS_F_RESUMED, &rs->flags))
+	if (test_bit(RS_F_RESUMED, &rs->flags) || test_bit(RS_F_RESUMING, &rs->flags))
 		return rs_name_copy(rs, addr, (struct sockaddr *)(peer ? &rs->peer_addr :
 								  &rs->local_addr));
 	if (rs->tcp)

@@ -97,6 +97,7 @@ enum rs_flag {
 	RS_F_RESUME_DETACHED,	/* RESUMING, and the QP and rings are gone (replay_buf kept) */
 	RS_F_REPLAY,		/* resumed: resume_work sends the peer what it missed; writers wait */
 	RS_F_RESUMED,		/* the connection resumed over TCP: names are the RDMA ones */
+	RS_F_CLOSING,		/* release() began (under rs->lock): no resume starts or attaches */
 	RS_F_NR			/* (rs->flags is one unsigned long) */
 };
 
@@ -286,8 +287,8 @@ struct rs_sock {
 	u64 replay_prod;			/* tx_prod then: the peer cannot have read more */
 	u64 replay_from;			/* the peer's consumed position: replay from here */
 	void *replay_buf;			/* kvmalloc'ed, replay_end - replay_base bytes */
+	bool replay_ok;				/* the snapshot was taken (replay_* are valid) */
 	bool resume_fin;			/* our FIN was due: shut TCP's write side after */
-	struct socket *resume_tcp;		/* the resumed TCP socket, until it is rs->tcp */
 
 	/* The TCP socket's own callbacks, which ours wrap (fallback.c). */
 	void (*tcp_cb[RS_TCP_NR_CB])(struct sock *sk);

@@ -32,6 +32,8 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <net/sock.h>
+#include <net/tcp.h>
+#include <net/ipv6.h>
 #include <net/tcp_states.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
@@ -51,7 +53,6 @@ MODULE_PARM_DESC(resume_max_pending,
 #define RS_RESUME_STEP_MS	1000	/* one handshake message, at most */
 #define RS_RESUME_RETRY		(HZ / 10)
 
-static struct workqueue_struct *rs_resume_wq;
 static atomic_t rs_resume_pending = ATOMIC_INIT(0);
 
 /* ---- the table of connections a client may resume (servers' accepted children) ---- */
@@ -145,12 +146,13 @@ static u64 rs_resume_mac(const struct rs_sock *rs, u64 label, u64 id, const u8 *
 {
 	struct rs_resume_mac in;
 
+	/* Little-endian words, so that hosts of either byte order agree. */
 	memset(&in, 0, sizeof(in));
-	in.label = label;
-	in.conn_id = id;
+	in.label = (__force __u64)cpu_to_le64(label);
+	in.conn_id = (__force __u64)cpu_to_le64(id);
 	memcpy(in.client_nonce, nc, sizeof(in.client_nonce));
 	memcpy(in.server_nonce, ns, sizeof(in.server_nonce));
-	in.pos = pos;
+	in.pos = (__force __u64)cpu_to_le64(pos);
 	return siphash(&in, sizeof(in), &rs->resume_key);
 }
 
@@ -172,12 +174,29 @@ static void rs_resume_wake(struct rs_sock *rs)
 	wake_up_all(&rs->close_wait);
 }
 
-/* Arm resume_work @delay from now, with its reference. */
+/*
+ * Arm resume_work @delay from now, with its reference; never once release() began (it sets
+ * RS_F_CLOSING under rs->lock, then cancels the work: nothing re-arms it behind the cancel).
+ */
 static void rs_resume_work_arm(struct rs_sock *rs, unsigned long delay)
 {
-	sock_hold(&rs->sk);
-	if (mod_delayed_work(rs_wq, &rs->resume_work, delay))
-		sock_put(&rs->sk);
+	spin_lock_bh(&rs->lock);
+	if (!test_bit(RS_F_CLOSING, &rs->flags)) {
+		sock_hold(&rs->sk);
+		if (mod_delayed_work(rs_resume_wq, &rs->resume_work, delay))
+			sock_put(&rs->sk);
+	}
+	spin_unlock_bh(&rs->lock);
+}
+
+/* A socket that was kernel-made (a kernel listener's child) holds its namespace from now on. */
+static void rs_sk_net_hold(struct sock *sk)
+{
+	if (sk->sk_net_refcnt)
+		return;
+	sk->sk_net_refcnt = 1;
+	get_net_track(sock_net(sk), &sk->ns_tracker, GFP_KERNEL);
+	sock_inuse_add(sock_net(sk), 1);
 }
 
 /*
@@ -193,6 +212,7 @@ static void rs_resume_fail(struct rs_sock *rs, enum rs_counter cnt)
 		return;
 	kvfree(rs->replay_buf);
 	rs->replay_buf = NULL;
+	rs->replay_ok = false;
 	rs_count(sock_net(&rs->sk), RS_CNT_RESUME_FAILED);
 	rs_count(sock_net(&rs->sk), cnt);
 	rs_abort(rs, rs->resume_err ? : -ECONNRESET);
@@ -206,6 +226,10 @@ static void rs_resume_fail(struct rs_sock *rs, enum rs_counter cnt)
 static void rs_resume_attach(struct rs_sock *rs, struct socket *tcp, u64 peer_pos)
 {
 	sock_owned_by_me(&rs->sk);
+	rs_sk_net_hold(tcp->sk);	/* (it outlives us in TIME_WAIT, and its namespace with it) */
+	/* A shutdown(SHUT_WR) while resuming: its FIN goes after the replay. */
+	if (READ_ONCE(rs->sk.sk_shutdown) & SEND_SHUTDOWN)
+		rs->resume_fin = true;
 	rs_resume_unregister(rs);
 	clear_bit(RS_F_RESUMABLE, &rs->flags);
 	rs->replay_from = peer_pos;
@@ -222,14 +246,23 @@ static void rs_resume_attach(struct rs_sock *rs, struct socket *tcp, u64 peer_po
 /* A peer's position must be one it can have: at least what it reported, at most what we sent. */
 static bool rs_resume_pos_ok(const struct rs_sock *rs, u64 pos)
 {
-	return pos >= rs->replay_base && pos <= rs->replay_prod;
+	return rs->replay_ok && pos >= rs->replay_base && pos <= rs->replay_prod;
+}
+
+/* lock_sock held: may a handshake attach now?  Not once release() began, nor without a snapshot. */
+static bool rs_resume_can_attach(struct rs_sock *rs)
+{
+	sock_owned_by_me(&rs->sk);
+	return test_bit(RS_F_RESUMING, &rs->flags) && !test_bit(RS_F_CLOSING, &rs->flags) &&
+	       rs->replay_ok;
 }
 
 /* resume_work, mode TCP: what the peer missed, then our FIN if one was due; then writers go. */
 static void rs_resume_replay(struct rs_sock *rs)
 {
-	struct socket *tcp = rs->tcp;	/* final: mode TCP */
+	struct socket *tcp = rs->tcp;	/* final: mode TCP; release() waits for us */
 	u64 pos = rs->replay_from;
+	bool fin;
 	int err = 0;
 
 	while (pos < rs->replay_end) {
@@ -240,7 +273,7 @@ static void rs_resume_replay(struct rs_sock *rs)
 		iov.iov_base = rs->replay_buf + (pos - rs->replay_base);
 		iov.iov_len = min_t(u64, rs->replay_end - pos, SZ_256K);
 		n = kernel_sendmsg(tcp, &msg, &iov, 1, iov.iov_len);
-		if (n == -EAGAIN || n == -EINTR)
+		if ((n == -EAGAIN || n == -EINTR) && !test_bit(RS_F_CLOSING, &rs->flags))
 			continue;	/* the user's SO_SNDTIMEO: keep going, as the writer would */
 		if (n <= 0) {
 			err = n ? n : -EPIPE;
@@ -249,11 +282,15 @@ static void rs_resume_replay(struct rs_sock *rs)
 		pos += n;
 		rs_count_add(sock_net(&rs->sk), RS_CNT_RESUME_BYTES, n);
 	}
-	if (!err && rs->resume_fin)
-		kernel_sock_shutdown(tcp, SHUT_WR);
 	kvfree(rs->replay_buf);
 	rs->replay_buf = NULL;
+	/* Under rs->lock, as shutdown() tests REPLAY: a FIN asked for meanwhile is ours to send. */
+	spin_lock_bh(&rs->lock);
+	fin = rs->resume_fin;
 	clear_bit(RS_F_REPLAY, &rs->flags);
+	spin_unlock_bh(&rs->lock);
+	if (!err && fin)
+		kernel_sock_shutdown(tcp, SHUT_WR);
 	rs_resume_wake(rs);
 }
 
@@ -277,9 +314,11 @@ static int rs_resume_try(struct rs_sock *rs, u8 *status)
 		((struct sockaddr_in *)&dst)->sin_port = htons(rs_resume_port);
 		len = sizeof(struct sockaddr_in);
 	}
-	err = sock_create_kern(sock_net(&rs->sk), dst.ss_family, SOCK_STREAM, IPPROTO_TCP, &tcp);
+	/* A socket of the namespace's own (it holds the namespace), as rs_tcp_ensure()'s. */
+	err = __sock_create(sock_net(&rs->sk), dst.ss_family, SOCK_STREAM, IPPROTO_TCP, &tcp, 0);
 	if (err)
 		return err;
+	tcp->sk->sk_uid = rs->sk.sk_uid;
 	rs_resume_timeouts(tcp, rs->resume_deadline);
 	err = kernel_connect(tcp, (struct sockaddr *)&dst, len, 0);
 	if (err)
@@ -320,7 +359,7 @@ static int rs_resume_try(struct rs_sock *rs, u8 *status)
 	tcp->sk->sk_sndtimeo = MAX_SCHEDULE_TIMEOUT;
 	lock_sock(&rs->sk);
 	err = -ECANCELED;
-	if (test_bit(RS_F_RESUMING, &rs->flags)) {
+	if (rs_resume_can_attach(rs)) {
 		rs_resume_attach(rs, tcp, spos);
 		tcp = NULL;
 		err = 0;
@@ -337,7 +376,8 @@ static void rs_resume_client(struct rs_sock *rs)
 	enum rs_counter why = RS_CNT_RESUME_TIMEOUT;
 	u8 status;
 
-	while (test_bit(RS_F_RESUMING, &rs->flags) && time_before(jiffies, rs->resume_deadline)) {
+	while (test_bit(RS_F_RESUMING, &rs->flags) && !test_bit(RS_F_CLOSING, &rs->flags) &&
+	       rs->replay_ok && time_before(jiffies, rs->resume_deadline)) {
 		if (!rs_resume_try(rs, &status))
 			return;
 		/* Refused (no such connection, a bad proof): no point in asking again. */
@@ -365,11 +405,29 @@ static int rs_resume_detach(struct rs_sock *rs)
 		return -ENOENT;
 	if (!test_bit(RS_F_RESUME_DETACHED, &rs->flags))
 		rs_teardown_rdma(rs, false);	/* (teardown_work, queued, finds it done) */
-	if (!test_bit(RS_F_RESUMING, &rs->flags))
+	if (!rs_resume_can_attach(rs))
 		return -ENOENT;
-	if (!rs->replay_buf && rs->replay_end != rs->replay_base)
-		return -ENOMEM;
 	return 0;
+}
+
+/* The resume comes from the host the connection was with (another would need the key, too). */
+static bool rs_resume_from_peer(struct rs_sock *rs, struct socket *sock)
+{
+	const struct sockaddr_storage *want = &rs->peer_addr;
+	struct sockaddr_storage got;
+	struct in6_addr a, b;
+
+	if (kernel_getpeername(sock, (struct sockaddr *)&got) < 0)
+		return false;
+	if (got.ss_family == AF_INET6)
+		a = ((struct sockaddr_in6 *)&got)->sin6_addr;
+	else
+		ipv6_addr_set_v4mapped(((struct sockaddr_in *)&got)->sin_addr.s_addr, &a);
+	if (want->ss_family == AF_INET6)
+		b = ((const struct sockaddr_in6 *)want)->sin6_addr;
+	else
+		ipv6_addr_set_v4mapped(((const struct sockaddr_in *)want)->sin_addr.s_addr, &b);
+	return ipv6_addr_equal(&a, &b);
 }
 
 struct rs_resume_hs {
@@ -397,6 +455,10 @@ static void rs_resume_server_work(struct work_struct *work)
 	id = be64_to_cpu(m.conn_id);
 	memcpy(nc, m.nonce, sizeof(nc));
 	rs = rs_resume_lookup(net, id);
+	if (rs && !rs_resume_from_peer(rs, hs->sock)) {
+		sock_put(&rs->sk);
+		rs = NULL;	/* as unknown: nothing tells another host the id exists */
+	}
 	if (!rs) {
 		rs_count(net, RS_CNT_RESUME_REJ_UNKNOWN);
 		rs_resume_msg_init(&m, RS_RESUME_CHALLENGE, RS_RESUME_UNKNOWN, id);
@@ -482,8 +544,9 @@ void rs_resume_sock_init(struct rs_sock *rs)
 }
 
 /*
- * release(), before anything else: a connection still resuming, or replaying, finishes that first
- * (bounded by resume_timeout_ms each), as TCP's close() leaves its send queue to go out.
+ * release(), RS_F_CLOSING set: no resume starts, attaches or re-arms from here on.  One under way
+ * (a client's handshake, bounded by its deadline) or a replay finishes first, for up to twice
+ * resume_timeout_ms, as TCP's close() leaves its send queue to go out.
  */
 void rs_resume_stop(struct rs_sock *rs)
 {
@@ -493,16 +556,21 @@ void rs_resume_stop(struct rs_sock *rs)
 	if (test_bit(RS_F_RESUMING, &rs->flags) || test_bit(RS_F_REPLAY, &rs->flags))
 		wait_event_timeout(rs->close_wait, !test_bit(RS_F_RESUMING, &rs->flags) &&
 				   !test_bit(RS_F_REPLAY, &rs->flags), wait);
-	/* Still replaying (the peer takes nothing): what it missed is lost, a reset for it. */
+	/*
+	 * Still replaying (the peer takes nothing): what it missed is lost, so the peer gets a reset,
+	 * never a FIN that would pass a cut stream for a whole one; the replay's send fails.
+	 */
 	if (test_bit(RS_F_REPLAY, &rs->flags) && rs_is_tcp(rs))
-		kernel_sock_shutdown(rs->tcp, SHUT_RDWR);
+		tcp_abort(rs->tcp->sk, ECONNABORTED);
 	if (cancel_delayed_work_sync(&rs->resume_work))
 		sock_put(&rs->sk);
 	lock_sock(&rs->sk);
+	/* (A server's connection whose client did not come: it fails as the loss made it.) */
 	if (test_bit(RS_F_RESUMING, &rs->flags))
 		rs_resume_fail(rs, RS_CNT_RESUME_TIMEOUT);
 	kvfree(rs->replay_buf);
 	rs->replay_buf = NULL;
+	rs->replay_ok = false;
 	clear_bit(RS_F_REPLAY, &rs->flags);
 	release_sock(&rs->sk);
 }
@@ -530,7 +598,7 @@ static void rs_resume_listen_ready(struct sock *sk)
 						       lockdep_is_held(&sk->sk_callback_lock)) &
 		      SK_USER_DATA_PTRMASK);
 	if (rn)
-		queue_work(rs_resume_wq, &rn->accept_work);
+		queue_work(rs_wq, &rn->accept_work);
 	read_unlock_bh(&sk->sk_callback_lock);
 	rs_resume_def_ready(sk);
 }
@@ -550,8 +618,15 @@ static void rs_resume_accept_work(struct work_struct *work)
 		if (atomic_inc_return(&rs_resume_pending) <= READ_ONCE(rs_resume_max_pending))
 			hs = kzalloc(sizeof(*hs), GFP_KERNEL);
 		if (!hs) {
+			struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+			struct rs_resume_msg m;
+			struct kvec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+
+			/* (A fresh socket's send buffer takes these 48 bytes at once.) */
 			atomic_dec(&rs_resume_pending);
 			rs_count(rn->net, RS_CNT_RESUME_REJ_BUSY);
+			rs_resume_msg_init(&m, RS_RESUME_CHALLENGE, RS_RESUME_BUSY, 0);
+			kernel_sendmsg(nsock, &msg, &iov, 1, sizeof(m));
 			sock_release(nsock);
 			continue;
 		}
@@ -606,7 +681,7 @@ static int rs_resume_listen_create(struct rs_resume_net *rn, u16 port)
 int rs_resume_listen(struct net *net)
 {
 	struct rs_resume_net *rn = net_generic(net, rs_resume_net_id);
-	u16 port = READ_ONCE(rs_resume_port);
+	unsigned int port = READ_ONCE(rs_resume_port);
 	int err = 0;
 
 	if (!port || port > U16_MAX)
@@ -648,7 +723,10 @@ static void __net_exit rs_resume_net_exit(struct net *net)
 		sock_release(rn->lsock);
 		rn->lsock = NULL;
 	}
-	/* Handshakes hold sockets of this namespace: each ends within RS_RESUME_STEP_MS a step. */
+	/*
+	 * Handshakes hold kernel sockets of this namespace: each ends within RS_RESUME_STEP_MS a
+	 * step.  (A resumed connection's socket holds the namespace itself.)
+	 */
 	flush_workqueue(rs_resume_wq);
 }
 
@@ -666,7 +744,7 @@ int rs_resume_init(void)
 	BUILD_BUG_ON(sizeof(struct rs_resume_msg) != RS_RESUME_MSG_SIZE);
 	BUILD_BUG_ON(sizeof(struct rs_hello) + sizeof(struct rs_hello_resume) !=
 		     RS_HELLO_RESUME_SIZE);
-	rs_resume_wq = alloc_workqueue("rdmasock_resume", WQ_UNBOUND, 16);
+	rs_resume_wq = alloc_workqueue("rdmasock_resume", WQ_UNBOUND, 0);
 	if (!rs_resume_wq)
 		return -ENOMEM;
 	err = register_pernet_subsys(&rs_resume_net_ops);

@@ -314,7 +314,10 @@ static void rs_tx_want_consumed(struct rs_sock *rs)
  */
 static bool rs_tx_want_due(struct rs_sock *rs)
 {
-	return !test_bit(RS_F_WANT_SENT, &rs->flags) && rs_tx_window(rs) < rs->peer_ring_size;
+	/* (Not while a full SQ defers it, nor once the QP is gone: nothing could be posted.) */
+	return !test_bit(RS_F_WANT_SENT, &rs->flags) && !test_bit(RS_F_WANT_DUE, &rs->flags) &&
+	       !test_bit(RS_F_DYING, &rs->flags) && !test_bit(RS_F_RESUMING, &rs->flags) &&
+	       rs->tx.size && rs_tx_window(rs) < rs->peer_ring_size;
 }
 
 static int rs_tx_wait(struct rs_sock *rs, long *timeo, u32 gen)
@@ -480,6 +483,9 @@ int rs_tx_snapshot(struct rs_sock *rs)
 	void *buf = NULL;
 
 	sock_owned_by_me(&rs->sk);
+	kvfree(rs->replay_buf);
+	rs->replay_buf = NULL;
+	rs->replay_ok = false;
 	n = rs->tx_staged - rs->tx_acked;
 	if (n) {
 		buf = kvmalloc(n, GFP_KERNEL);
@@ -511,6 +517,7 @@ int rs_tx_snapshot(struct rs_sock *rs)
 	rs->replay_prod = rs->tx_prod;
 	rs->resume_fin = test_bit(RS_F_FIN_PENDING, &rs->flags) ||
 			 test_bit(RS_F_FIN_SENT, &rs->flags);
+	rs->replay_ok = true;
 	return 0;
 }
 
