@@ -187,11 +187,12 @@ bool rs_path_lost(struct rs_sock *rs, int err)
 	bool resuming;
 
 	/*
-	 * An established connection, accepted if a child (in the table), never an orphan or one
-	 * being closed, nor one whose peer sent its FIN (what it sent stays readable, to EOF).
+	 * An established connection (half-closed too), accepted if a child (in the table), never an
+	 * orphan or one being closed, nor one the peer disconnected after its FIN (an orderly
+	 * close: what it sent stays readable, to EOF).
 	 */
 	if (!test_bit(RS_F_RESUMABLE, &rs->flags) || !test_bit(RS_F_PEER_READY, &rs->flags) ||
-	    test_bit(RS_F_PEER_FIN, &rs->flags) ||
+	    test_bit(RS_F_DISCONNECTED, &rs->flags) ||
 	    !test_bit(RS_F_READY_SENT, &rs->flags) || !READ_ONCE(rs_resume_on) ||
 	    (state != TCP_ESTABLISHED && state != TCP_CLOSE_WAIT) || sock_flag(sk, SOCK_DEAD) ||
 	    test_bit(RS_F_CLOSE_RESET, &rs->flags) ||

@@ -70,6 +70,9 @@ static __poll_t rs_rdma_poll(struct rs_sock *rs, struct file *file)
 
 	if (state == TCP_LISTEN)
 		return rs_accept_ready(rs) ? EPOLLIN | EPOLLRDNORM : 0;
+	/* Resuming: the peer's FIN comes again after what it sends again (resume.c). */
+	if (test_bit(RS_F_RESUMING, &rs->flags))
+		shutdown &= ~RCV_SHUTDOWN;
 	/* The same rules as tcp_poll(). */
 	if (shutdown == SHUTDOWN_MASK || state == TCP_CLOSE)
 		mask |= EPOLLHUP;

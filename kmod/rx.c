@@ -440,8 +440,10 @@ static bool rs_rx_should_wake(struct rs_sock *rs, u64 pos)
 {
 	struct sock *sk = &rs->sk;
 
+	/* (Resuming, a FIN seen is no reason: it comes again over TCP, after the bytes.) */
 	return READ_ONCE(rs->rx_prod) != pos || READ_ONCE(sk->sk_err) ||
-	       (READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) ||
+	       ((READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) &&
+		!test_bit(RS_F_RESUMING, &rs->flags)) ||
 	       READ_ONCE(sk->sk_state) == TCP_CLOSE || rs_is_tcp(rs);
 }
 
@@ -600,14 +602,18 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 			err = -EXDEV;
 			break;
 		}
-		/* As tcp_recvmsg()'s SOCK_DONE: after the peer's FIN, EOF before any error. */
-		if (test_bit(RS_F_PEER_FIN, &rs->flags) && !test_bit(RS_F_ABORTED, &rs->flags))
+		/*
+		 * As tcp_recvmsg()'s SOCK_DONE: after the peer's FIN, EOF before any error.  Not while
+		 * resuming: the ring's unread bytes come again over TCP, and the FIN after them.
+		 */
+		if (test_bit(RS_F_PEER_FIN, &rs->flags) && !test_bit(RS_F_ABORTED, &rs->flags) &&
+		    !test_bit(RS_F_RESUMING, &rs->flags))
 			break;
 		if (sk->sk_err) {
 			err = sock_error(sk);
 			break;
 		}
-		if (sk->sk_shutdown & RCV_SHUTDOWN)
+		if ((sk->sk_shutdown & RCV_SHUTDOWN) && !test_bit(RS_F_RESUMING, &rs->flags))
 			break;
 		if (sk->sk_state == TCP_CLOSE) {
 			if (rs->mode == RDMASOCK_MODE_NONE)
