@@ -265,6 +265,56 @@ TEST(resume_streams_on_device_delete)
 	device_back(_metadata);
 }
 
+/* Half-closed both ways round: the client shut its writes, the server's FIN came with its bytes. */
+TEST(half_closed_connections_resume)
+{
+	char out[1000], buf[1000];
+	int c, s, c2, s2;
+
+	for (int i = 0; i < (int)sizeof(out); i++)
+		out[i] = pattern_byte(i, 3);
+	/* 1: the client wrote and shut down; the server read half and writes on. */
+	ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, AF_INET, &c, &s));
+	ASSERT_EQ(1000, send(c, out, 1000, 0));
+	ASSERT_EQ(0, shutdown(c, SHUT_WR));
+	ASSERT_EQ(500, recv(s, buf, 500, MSG_WAITALL));
+	ASSERT_EQ(100, send(s, out, 100, 0));
+	/* 2: the server wrote and shut down; the client read part of it and writes on. */
+	ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, AF_INET6, &c2, &s2));
+	ASSERT_EQ(1000, send(s2, out, 1000, 0));
+	ASSERT_EQ(0, shutdown(s2, SHUT_WR));
+	ASSERT_EQ(300, recv(c2, buf, 300, MSG_WAITALL));
+	ASSERT_EQ(100, send(c2, out, 100, 0));
+	ASSERT_EQ(0, run("timeout 60 rdma link delete rxe0"));
+
+	ASSERT_EQ(500, recv(s, buf, 500, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, out + 500, 500));
+	ASSERT_EQ(0, recv(s, buf, 1, 0));	/* the client's FIN, after its bytes */
+	ASSERT_EQ(100, send(s, out + 100, 100, 0));
+	ASSERT_EQ(200, recv(c, buf, 200, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, out, 200));
+	ASSERT_EQ(-1, send(c, "x", 1, MSG_NOSIGNAL));
+	ASSERT_EQ(EPIPE, errno);
+	ASSERT_EQ(0, shutdown(s, SHUT_WR));
+	ASSERT_EQ(0, recv(c, buf, 1, 0));
+
+	ASSERT_EQ(700, recv(c2, buf, 700, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, out + 300, 700));
+	ASSERT_EQ(0, recv(c2, buf, 1, 0));	/* the server's FIN, again after its bytes */
+	ASSERT_EQ(100, recv(s2, buf, 100, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, out, 100));
+	ASSERT_EQ(5, send(c2, "later", 5, 0));
+	ASSERT_EQ(5, recv(s2, buf, 5, MSG_WAITALL));
+	for (int i = 0; i < 4; i++) {
+		int fd = (int[]){ c, s, c2, s2 }[i];
+
+		EXPECT_EQ(RDMASOCK_MODE_TCP, rs_getint(fd, RDMASOCK_MODE));
+		EXPECT_EQ(RDMASOCK_REASON_RDMA_LOST, rs_getint(fd, RDMASOCK_FALLBACK_REASON));
+		close(fd);
+	}
+	device_back(_metadata);
+}
+
 TEST(hundred_connections_resume_at_once)
 {
 	enum { N = 100 };
