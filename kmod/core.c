@@ -180,7 +180,7 @@ void rs_abort(struct rs_sock *rs, int err)
  * peer has not consumed, then queues resume_work; the caller reports nothing.  False if it
  * cannot (the caller goes on as before: a reset, or a close after the peer's FIN).
  */
-bool rs_path_lost(struct rs_sock *rs, int err)
+bool __rs_path_lost(struct rs_sock *rs, int err, bool asked)
 {
 	struct sock *sk = &rs->sk;
 	int state = READ_ONCE(sk->sk_state);
@@ -189,10 +189,11 @@ bool rs_path_lost(struct rs_sock *rs, int err)
 	/*
 	 * An established connection (half-closed too), accepted if a child (in the table), never an
 	 * orphan or one being closed, nor one the peer disconnected after its FIN (an orderly
-	 * close: what it sent stays readable, to EOF).
+	 * close: what it sent stays readable, to EOF), unless the peer asks for it (@asked: its
+	 * proof came, resume.c).
 	 */
 	if (!test_bit(RS_F_RESUMABLE, &rs->flags) || !test_bit(RS_F_PEER_READY, &rs->flags) ||
-	    test_bit(RS_F_DISCONNECTED, &rs->flags) ||
+	    (test_bit(RS_F_DISCONNECTED, &rs->flags) && !asked) ||
 	    !test_bit(RS_F_READY_SENT, &rs->flags) || !READ_ONCE(rs_resume_on) ||
 	    (state != TCP_ESTABLISHED && state != TCP_CLOSE_WAIT) || sock_flag(sk, SOCK_DEAD) ||
 	    test_bit(RS_F_CLOSE_RESET, &rs->flags) ||

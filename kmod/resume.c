@@ -401,7 +401,7 @@ static void rs_resume_client(struct rs_sock *rs)
 static int rs_resume_detach(struct rs_sock *rs)
 {
 	sock_owned_by_me(&rs->sk);
-	if (!test_bit(RS_F_RESUMING, &rs->flags) && !rs_path_lost(rs, -ECONNRESET))
+	if (!test_bit(RS_F_RESUMING, &rs->flags) && !__rs_path_lost(rs, -ECONNRESET, true))
 		return -ENOENT;
 	if (!test_bit(RS_F_RESUME_DETACHED, &rs->flags))
 		rs_teardown_rdma(rs, false);	/* (teardown_work, queued, finds it done) */
