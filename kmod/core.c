@@ -203,6 +203,8 @@ bool __rs_path_lost(struct rs_sock *rs, int err, bool asked)
 	resuming = !test_bit(RS_F_ABORTED, &rs->flags) && !test_bit(RS_F_CLOSING, &rs->flags) &&
 		   (test_bit(RS_F_RESUMING, &rs->flags) || !test_bit(RS_F_DYING, &rs->flags));
 	if (resuming && !test_and_set_bit(RS_F_RESUMING, &rs->flags)) {
+		/* (Asked after a disconnect we took for a close: writes wait again, not fail.) */
+		clear_bit(RS_F_DISCONNECTED, &rs->flags);
 		rs->resume_err = err;
 		rs->resume_deadline = jiffies + msecs_to_jiffies(READ_ONCE(rs_resume_timeout_ms));
 		spin_unlock_bh(&rs->lock);
