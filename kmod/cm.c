@@ -97,7 +97,8 @@ static u8 rs_hello_build(struct rs_sock *rs, struct rs_hello_ext *e)
 	get_random_bytes(rs->resume_secret, sizeof(rs->resume_secret));
 	memcpy(e->r.secret, rs->resume_secret, sizeof(e->r.secret));
 	if (!rs->parent)
-		memset(&rs->resume_key, 0, sizeof(rs->resume_key));	/* the server's half follows */
+		/* The server's half follows. */
+		memset(&rs->resume_key, 0, sizeof(rs->resume_key));
 	rs_resume_key_add(rs, rs->resume_secret);
 	if (rs->parent) {
 		while (!rs->resume_id)
@@ -119,7 +120,8 @@ static int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len)
 		return -EPROTO;
 	resume = h->flags & RS_HELLO_F_RESUME;
 	if (h->version != RS_PROTO_VERSION ||
-	    be16_to_cpu(h->len) != (resume ? sizeof(*e) : sizeof(*h)) || len < be16_to_cpu(h->len) ||
+	    be16_to_cpu(h->len) != (resume ? sizeof(*e) : sizeof(*h)) ||
+	    len < be16_to_cpu(h->len) ||
 	    (h->flags & ~RS_HELLO_FLAGS) || h->reserved[0] || h->reserved[1])
 		return -EPROTONOSUPPORT;
 	size = be32_to_cpu(h->ring_size);

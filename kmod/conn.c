@@ -126,8 +126,8 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 		sock_put(&rs->sk);
 	/*
 	 * A connection that resumes over TCP keeps what its peer has not consumed, and where its
-	 * reader stands: nothing moves any more, the QP is gone.  (Its reader's unread bytes go with
-	 * the ring: the peer sends them again.)
+	 * reader stands: nothing moves any more, the QP is gone.  (Its reader's unread bytes go
+	 * with the ring: the peer sends them again.)
 	 */
 	if (test_bit(RS_F_RESUMING, &rs->flags) && !test_bit(RS_F_RESUME_DETACHED, &rs->flags)) {
 		spin_lock_bh(&rs->lock);

@@ -15,10 +15,12 @@ extern bool rs_resume_on;
 void rs_wake(struct sock *sk, __poll_t mask);
 void rs_abort(struct rs_sock *rs, int err);
 bool __rs_path_lost(struct rs_sock *rs, int err, bool asked);
+
 static inline bool rs_path_lost(struct rs_sock *rs, int err)
 {
 	return __rs_path_lost(rs, err, false);
 }
+
 void rs_connect_work_arm(struct rs_sock *rs, unsigned long delay);
 void rs_connect_done(struct rs_sock *rs, int result, int reason);
 void rs_check_connected(struct rs_sock *rs);

@@ -157,7 +157,7 @@ struct rs_resume_msg {
 	__u8 reserved;		/* zero */
 	__be64 conn_id;
 	__u8 nonce[16];		/* HELLO: the client's; CHALLENGE: the server's; else zero */
-	__be64 pos;		/* PROOF, ACCEPT: the sender's reader consumed this far; else zero */
+	__be64 pos;		/* PROOF, ACCEPT: the sender's reader consumed this far; else 0 */
 	__be64 mac;		/* PROOF, ACCEPT: SipHash of struct rs_resume_mac; else zero */
 };
 

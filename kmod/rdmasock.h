@@ -92,10 +92,10 @@ enum rs_flag {
 	RS_F_CLOSE_RESET,	/* closed with a RESET: never an orphan */
 	RS_F_URG_PENDING,	/* MSG_OOB: the URG for tx_urg goes before any more data */
 	RS_F_COMM_EST,		/* child: the client's first message told the CM (rs_comm_est) */
-	RS_F_RESUMABLE,		/* both hellos had RS_HELLO_F_RESUME: a lost path resumes over TCP */
+	RS_F_RESUMABLE,		/* both hellos had RS_HELLO_F_RESUME: a lost path resumes on TCP */
 	RS_F_RESUMING,		/* the RDMA path is lost: resume.c carries the stream over to TCP */
 	RS_F_RESUME_DETACHED,	/* RESUMING, and the QP and rings are gone (replay_buf kept) */
-	RS_F_REPLAY,		/* resumed: resume_work sends the peer what it missed; writers wait */
+	RS_F_REPLAY,		/* resumed: resume_work sends what the peer missed; writers wait */
 	RS_F_RESUMED,		/* the connection resumed over TCP: names are the RDMA ones */
 	RS_F_CLOSING,		/* release() began (under rs->lock): no resume starts or attaches */
 	RS_F_NR			/* (rs->flags is one unsigned long) */
@@ -274,7 +274,7 @@ struct rs_sock {
 	bool orphan_counted;			/* counted in rs_orphans */
 
 	/* Resume over TCP after the RDMA path is lost (resume.c). */
-	struct delayed_work resume_work;	/* client: the handshake; both: the replay, timeout */
+	struct delayed_work resume_work;	/* the client's handshake; the replay; a timeout */
 	struct hlist_node resume_node;		/* server: in the table of resumable connections */
 	u64 resume_id;				/* the server's name for the connection */
 	siphash_key_t resume_key;		/* the XOR of both hello secrets */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rdmasock resume: a connection whose RDMA path is lost (a device removed, a port down, RC retries
- * exhausted, a fatal QP event, the peer's disconnect without FIN) carries on over kernel TCP, where
- * its stream stood, with nothing lost or repeated.  docs/design.md, "Resume", has the state machine.
+ * exhausted, a fatal QP event, the peer's disconnect without FIN) carries on over kernel TCP,
+ * where its stream stood, with nothing lost or repeated.  docs/design.md, "Resume", has the state
+ * machine.
  *
  *   lower layers: rs_path_lost() (core.c) sets RS_F_RESUMING and queues teardown_work
  *   teardown_work (conn.c): the QP goes; tx.c keeps what the peer has not consumed (replay_buf),
@@ -226,7 +227,7 @@ static void rs_resume_fail(struct rs_sock *rs, enum rs_counter cnt)
 static void rs_resume_attach(struct rs_sock *rs, struct socket *tcp, u64 peer_pos)
 {
 	sock_owned_by_me(&rs->sk);
-	rs_sk_net_hold(tcp->sk);	/* (it outlives us in TIME_WAIT, and its namespace with it) */
+	rs_sk_net_hold(tcp->sk);	/* (it outlives us in TIME_WAIT: so must its namespace) */
 	/* A shutdown(SHUT_WR) while resuming: its FIN goes after the replay. */
 	if (READ_ONCE(rs->sk.sk_shutdown) & SEND_SHUTDOWN)
 		rs->resume_fin = true;
@@ -274,7 +275,7 @@ static void rs_resume_replay(struct rs_sock *rs)
 		iov.iov_len = min_t(u64, rs->replay_end - pos, SZ_256K);
 		n = kernel_sendmsg(tcp, &msg, &iov, 1, iov.iov_len);
 		if ((n == -EAGAIN || n == -EINTR) && !test_bit(RS_F_CLOSING, &rs->flags))
-			continue;	/* the user's SO_SNDTIMEO: keep going, as the writer would */
+			continue;	/* the user's SO_SNDTIMEO: go on, as the writer would */
 		if (n <= 0) {
 			err = n ? n : -EPIPE;
 			break;
@@ -557,8 +558,8 @@ void rs_resume_stop(struct rs_sock *rs)
 		wait_event_timeout(rs->close_wait, !test_bit(RS_F_RESUMING, &rs->flags) &&
 				   !test_bit(RS_F_REPLAY, &rs->flags), wait);
 	/*
-	 * Still replaying (the peer takes nothing): what it missed is lost, so the peer gets a reset,
-	 * never a FIN that would pass a cut stream for a whole one; the replay's send fails.
+	 * Still replaying (the peer takes nothing): what it missed is lost, so the peer gets a
+	 * reset, never a FIN that would pass a cut stream for a whole one; the replay's send fails.
 	 */
 	if (test_bit(RS_F_REPLAY, &rs->flags) && rs_is_tcp(rs))
 		tcp_abort(rs->tcp->sk, ECONNABORTED);

@@ -213,7 +213,7 @@ void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		/* Flushed after the peer's FIN: an orderly close.  Anything else is a reset. */
 		rs_count_wc_error(sock_net(&rs->sk), wc->status);
-		/* Unless the path is lost, not the connection: it carries on over TCP (resume.c). */
+		/* Unless only the path is lost: the connection carries on over TCP (resume.c). */
 		if (rs_path_lost(rs, -ECONNRESET))
 			return;
 		set_bit(RS_F_DISCONNECTED, &rs->flags);
@@ -603,8 +603,8 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 			break;
 		}
 		/*
-		 * As tcp_recvmsg()'s SOCK_DONE: after the peer's FIN, EOF before any error.  Not while
-		 * resuming: the ring's unread bytes come again over TCP, and the FIN after them.
+		 * As tcp_recvmsg()'s SOCK_DONE: after the peer's FIN, EOF before any error.  Not
+		 * while resuming: the ring's unread bytes come again over TCP, and the FIN after.
 		 */
 		if (test_bit(RS_F_PEER_FIN, &rs->flags) && !test_bit(RS_F_ABORTED, &rs->flags) &&
 		    !test_bit(RS_F_RESUMING, &rs->flags))

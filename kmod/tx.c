@@ -377,7 +377,8 @@ static int rs_tx_wait(struct rs_sock *rs, long *timeo, u32 gen)
 		 * clears WANT_SENT and may come before we joined the queue: ask again then.
 		 */
 		sk_wait_event(sk, timeo, rs_tx_error(rs) || rs_tx_can_write(rs) ||
-			      READ_ONCE(rs->conn_gen) != gen || rs_tx_want_due(rs) || rs_is_tcp(rs) ||
+			      READ_ONCE(rs->conn_gen) != gen || rs_tx_want_due(rs) ||
+			      rs_is_tcp(rs) ||
 			      (rs_tx_switch_ready(rs) && !test_bit(RS_F_SWITCH_WAIT, &rs->flags)),
 			      &wait);
 	}
