@@ -30,7 +30,6 @@
 #include "keepalive.h"
 #include "ring.h"
 #include "stats.h"
-#include "tx.h"
 #include "wr.h"
 #include "trace.h"
 
@@ -879,14 +878,12 @@ static void rs_cm_disconnected(struct rs_sock *rs)
 		rs_cq_poll_all(rs);
 	/*
 	 * No FIN, no RESET: the peer lost its path, or we did; both carry on over TCP.  After its
-	 * FIN only if it still owes us a reading (our bytes it did not consume): else an orderly
-	 * close, whose bytes stay readable to EOF (if the peer did close, its resume is refused and
-	 * we get the reset TCP would give for bytes it never read).
+	 * FIN, an orderly close whose bytes stay readable to EOF (a peer that did not close and
+	 * asks to resume still can: __rs_path_lost(asked), resume.c).  Resuming already: ours.
 	 */
-	if (!test_bit(RS_F_PEER_FIN, &rs->flags) || rs_tx_owed(rs)) {
-		if (rs_path_lost(rs, -ECONNRESET))
-			return;
-	}
+	if (test_bit(RS_F_RESUMING, &rs->flags) ||
+	    (!test_bit(RS_F_PEER_FIN, &rs->flags) && rs_path_lost(rs, -ECONNRESET)))
+		return;
 	set_bit(RS_F_DISCONNECTED, &rs->flags);
 	if (!test_bit(RS_F_PEER_FIN, &rs->flags))
 		rs_abort(rs, -ECONNRESET);

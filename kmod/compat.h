@@ -8,6 +8,7 @@
 #define RDMASOCK_COMPAT_H
 
 #include <linux/net.h>
+#include <net/sock.h>
 #include "compat_generated.h"
 
 /*
@@ -28,6 +29,24 @@ static inline void rs_set_custom_sockopt(struct socket *sock)
 {
 #ifdef RDMASOCK_SOCK_CUSTOM_SOCKOPT
 	set_bit(SOCK_CUSTOM_SOCKOPT, &sock->flags);
+#endif
+}
+
+/*
+ * A kernel socket (a kernel listener's child) that is to hold its namespace from now on, as a
+ * user's does.  Where the kernel has no helper for it (6.1), kernel sockets hold no reference of
+ * any kind and the upgrade is what sk_alloc() does for a user's socket.
+ */
+static inline void rs_sk_net_hold(struct sock *sk)
+{
+#ifdef RDMASOCK_SK_NET_REFCNT_UPGRADE
+	sk_net_refcnt_upgrade(sk);
+#else
+	if (sk->sk_net_refcnt)
+		return;
+	sk->sk_net_refcnt = 1;
+	get_net_track(sock_net(sk), &sk->ns_tracker, GFP_KERNEL);
+	sock_inuse_add(sock_net(sk), 1);
 #endif
 }
 

@@ -175,9 +175,14 @@ void rs_teardown_work(struct work_struct *work)
 		   !test_bit(RS_F_RESUME_DETACHED, &rs->flags)) {
 		/* The path is lost: the RDMA half goes now, then resume.c's work carries on. */
 		rs_teardown_rdma(rs, false);
-		sock_hold(&rs->sk);
-		if (mod_delayed_work(rs_resume_wq, &rs->resume_work, 0))
-			sock_put(&rs->sk);	/* it was pending already, with its reference */
+		/* Not behind release()'s cancel (it set RS_F_CLOSING under rs->lock first). */
+		spin_lock_bh(&rs->lock);
+		if (!test_bit(RS_F_CLOSING, &rs->flags)) {
+			sock_hold(&rs->sk);
+			if (mod_delayed_work(rs_resume_wq, &rs->resume_work, 0))
+				sock_put(&rs->sk);	/* pending already, with its reference */
+		}
+		spin_unlock_bh(&rs->lock);
 	}
 	release_sock(&rs->sk);
 	sock_put(&rs->sk);

@@ -55,6 +55,8 @@ MODULE_PARM_DESC(resume_max_pending,
 #define RS_RESUME_RETRY		(HZ / 10)
 
 static atomic_t rs_resume_pending = ATOMIC_INIT(0);
+/* The server's handshakes, apart from resume_work (whose replays may block for long). */
+static struct workqueue_struct *rs_resume_hs_wq;
 
 /* ---- the table of connections a client may resume (servers' accepted children) ---- */
 
@@ -190,15 +192,6 @@ static void rs_resume_work_arm(struct rs_sock *rs, unsigned long delay)
 	spin_unlock_bh(&rs->lock);
 }
 
-/* A socket that was kernel-made (a kernel listener's child) holds its namespace from now on. */
-static void rs_sk_net_hold(struct sock *sk)
-{
-	if (sk->sk_net_refcnt)
-		return;
-	sk->sk_net_refcnt = 1;
-	get_net_track(sock_net(sk), &sk->ns_tracker, GFP_KERNEL);
-	sock_inuse_add(sock_net(sk), 1);
-}
 
 /*
  * lock_sock held: the connection cannot resume (@cnt says why): it fails as the loss would have
@@ -209,14 +202,16 @@ static void rs_resume_fail(struct rs_sock *rs, enum rs_counter cnt)
 	sock_owned_by_me(&rs->sk);
 	rs_resume_unregister(rs);
 	clear_bit(RS_F_RESUMABLE, &rs->flags);
-	if (!test_and_clear_bit(RS_F_RESUMING, &rs->flags))
+	if (!test_bit(RS_F_RESUMING, &rs->flags))
 		return;
 	kvfree(rs->replay_buf);
 	rs->replay_buf = NULL;
 	rs->replay_ok = false;
 	rs_count(sock_net(&rs->sk), RS_CNT_RESUME_FAILED);
 	rs_count(sock_net(&rs->sk), cnt);
+	/* The error first: a reader that sees RESUMING go must find it (not an EOF). */
 	rs_abort(rs, rs->resume_err ? : -ECONNRESET);
+	clear_bit(RS_F_RESUMING, &rs->flags);
 	rs_resume_wake(rs);
 }
 
@@ -255,7 +250,7 @@ static bool rs_resume_can_attach(struct rs_sock *rs)
 {
 	sock_owned_by_me(&rs->sk);
 	return test_bit(RS_F_RESUMING, &rs->flags) && !test_bit(RS_F_CLOSING, &rs->flags) &&
-	       rs->replay_ok;
+	       !test_bit(RS_F_ABORTED, &rs->flags) && rs->replay_ok;
 }
 
 /* resume_work, mode TCP: what the peer missed, then our FIN if one was due; then writers go. */
@@ -285,13 +280,20 @@ static void rs_resume_replay(struct rs_sock *rs)
 	}
 	kvfree(rs->replay_buf);
 	rs->replay_buf = NULL;
-	/* Under rs->lock, as shutdown() tests REPLAY: a FIN asked for meanwhile is ours to send. */
+	/*
+	 * Under rs->lock, as shutdown() tests REPLAY: a FIN asked for meanwhile is ours to send, and
+	 * goes before REPLAY clears, so no write of a waiting writer gets ahead of it.
+	 */
 	spin_lock_bh(&rs->lock);
 	fin = rs->resume_fin;
-	clear_bit(RS_F_REPLAY, &rs->flags);
+	if (!fin)
+		clear_bit(RS_F_REPLAY, &rs->flags);
 	spin_unlock_bh(&rs->lock);
-	if (!err && fin)
-		kernel_sock_shutdown(tcp, SHUT_WR);
+	if (fin) {
+		if (!err)
+			kernel_sock_shutdown(tcp, SHUT_WR);
+		clear_bit(RS_F_REPLAY, &rs->flags);
+	}
 	rs_resume_wake(rs);
 }
 
@@ -300,7 +302,7 @@ static void rs_resume_replay(struct rs_sock *rs)
 /* One attempt: 0 (resumed), or an error, with the server's status if it gave one. */
 static int rs_resume_try(struct rs_sock *rs, u8 *status)
 {
-	struct sockaddr_storage dst = rs->peer_addr;
+	struct sockaddr_storage dst = rs->peer_addr, src;
 	struct rs_resume_msg m;
 	u8 nc[16], ns[16];
 	struct socket *tcp;
@@ -320,6 +322,14 @@ static int rs_resume_try(struct rs_sock *rs, u8 *status)
 	if (err)
 		return err;
 	tcp->sk->sk_uid = rs->sk.sk_uid;
+	/* From the connection's own address, which the server checks (any port). */
+	src = rs->local_addr;
+	if (src.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&src)->sin6_port = 0;
+	else
+		((struct sockaddr_in *)&src)->sin_port = 0;
+	if (src.ss_family == dst.ss_family)
+		kernel_bind(tcp, (struct sockaddr *)&src, len);	/* (else the route's choice) */
 	rs_resume_timeouts(tcp, rs->resume_deadline);
 	err = kernel_connect(tcp, (struct sockaddr *)&dst, len, 0);
 	if (err)
@@ -378,7 +388,8 @@ static void rs_resume_client(struct rs_sock *rs)
 	u8 status;
 
 	while (test_bit(RS_F_RESUMING, &rs->flags) && !test_bit(RS_F_CLOSING, &rs->flags) &&
-	       rs->replay_ok && time_before(jiffies, rs->resume_deadline)) {
+	       !test_bit(RS_F_ABORTED, &rs->flags) && rs->replay_ok &&
+	       time_before(jiffies, rs->resume_deadline)) {
 		if (!rs_resume_try(rs, &status))
 			return;
 		/* Refused (no such connection, a bad proof): no point in asking again. */
@@ -486,6 +497,8 @@ static void rs_resume_server_work(struct work_struct *work)
 	}
 	lock_sock(&rs->sk);
 	err = rs_resume_detach(rs);
+	if (err && test_bit(RS_F_RESUMING, &rs->flags))
+		rs_resume_fail(rs, RS_CNT_RESUME_REFUSED);	/* (no snapshot: it cannot resume) */
 	if (!err && !rs_resume_pos_ok(rs, cpos)) {
 		/* The client holds the key but not the stream: it cannot resume. */
 		rs_resume_fail(rs, RS_CNT_RESUME_REFUSED);
@@ -545,8 +558,8 @@ void rs_resume_sock_init(struct rs_sock *rs)
 }
 
 /*
- * release(), RS_F_CLOSING set: no resume starts, attaches or re-arms from here on.  One under way
- * (a client's handshake, bounded by its deadline) or a replay finishes first, for up to twice
+ * release(), RS_F_CLOSING set: no resume starts, attaches or re-arms from here on; one that did
+ * not attach yet fails (its peer gets the error).  A replay finishes first, for up to twice
  * resume_timeout_ms, as TCP's close() leaves its send queue to go out.
  */
 void rs_resume_stop(struct rs_sock *rs)
@@ -554,9 +567,9 @@ void rs_resume_stop(struct rs_sock *rs)
 	long wait = 2 * msecs_to_jiffies(READ_ONCE(rs_resume_timeout_ms)) + HZ;
 
 	rs_resume_unregister(rs);
-	if (test_bit(RS_F_RESUMING, &rs->flags) || test_bit(RS_F_REPLAY, &rs->flags))
-		wait_event_timeout(rs->close_wait, !test_bit(RS_F_RESUMING, &rs->flags) &&
-				   !test_bit(RS_F_REPLAY, &rs->flags), wait);
+	/* (A resume still to attach never will: it fails below, as the loss made it.) */
+	if (test_bit(RS_F_REPLAY, &rs->flags))
+		wait_event_timeout(rs->close_wait, !test_bit(RS_F_REPLAY, &rs->flags), wait);
 	/*
 	 * Still replaying (the peer takes nothing): what it missed is lost, so the peer gets a
 	 * reset, never a FIN that would pass a cut stream for a whole one; the replay's send fails.
@@ -634,7 +647,7 @@ static void rs_resume_accept_work(struct work_struct *work)
 		hs->sock = nsock;
 		hs->net = rn->net;
 		INIT_WORK(&hs->work, rs_resume_server_work);
-		queue_work(rs_resume_wq, &hs->work);
+		queue_work(rs_resume_hs_wq, &hs->work);
 	}
 }
 
@@ -728,7 +741,7 @@ static void __net_exit rs_resume_net_exit(struct net *net)
 	 * Handshakes hold kernel sockets of this namespace: each ends within RS_RESUME_STEP_MS a
 	 * step.  (A resumed connection's socket holds the namespace itself.)
 	 */
-	flush_workqueue(rs_resume_wq);
+	flush_workqueue(rs_resume_hs_wq);
 }
 
 static struct pernet_operations rs_resume_net_ops = {
@@ -748,14 +761,22 @@ int rs_resume_init(void)
 	rs_resume_wq = alloc_workqueue("rdmasock_resume", WQ_UNBOUND, 0);
 	if (!rs_resume_wq)
 		return -ENOMEM;
-	err = register_pernet_subsys(&rs_resume_net_ops);
-	if (err)
+	rs_resume_hs_wq = alloc_workqueue("rdmasock_resume_hs", WQ_UNBOUND, 0);
+	if (!rs_resume_hs_wq) {
 		destroy_workqueue(rs_resume_wq);
+		return -ENOMEM;
+	}
+	err = register_pernet_subsys(&rs_resume_net_ops);
+	if (err) {
+		destroy_workqueue(rs_resume_hs_wq);
+		destroy_workqueue(rs_resume_wq);
+	}
 	return err;
 }
 
 void rs_resume_exit(void)
 {
 	unregister_pernet_subsys(&rs_resume_net_ops);
+	destroy_workqueue(rs_resume_hs_wq);
 	destroy_workqueue(rs_resume_wq);
 }

@@ -263,17 +263,6 @@ bool rs_tx_idle(struct rs_sock *rs)
 	return idle;
 }
 
-/* Bytes we sent (or staged) that the peer has not consumed yet. */
-bool rs_tx_owed(struct rs_sock *rs)
-{
-	bool owed;
-
-	spin_lock_bh(&rs->lock);
-	owed = rs->tx_staged != rs->tx_acked;
-	spin_unlock_bh(&rs->lock);
-	return owed;
-}
-
 /* Why a write cannot proceed, or 0.  -EPIPE is turned into TCP's error by sk_stream_error(). */
 int rs_tx_error(struct rs_sock *rs)
 {

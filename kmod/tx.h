@@ -8,7 +8,6 @@
 void rs_send_done(struct ib_cq *cq, struct ib_wc *wc);
 int rs_rdma_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len);
 bool rs_tx_idle(struct rs_sock *rs);
-bool rs_tx_owed(struct rs_sock *rs);
 void rs_tx_push(struct rs_sock *rs);
 void rs_tx_init(struct rs_sock *rs);
 void rs_tx_stop(struct rs_sock *rs);
