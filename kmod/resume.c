@@ -192,7 +192,6 @@ static void rs_resume_work_arm(struct rs_sock *rs, unsigned long delay)
 	spin_unlock_bh(&rs->lock);
 }
 
-
 /*
  * lock_sock held: the connection cannot resume (@cnt says why): it fails as the loss would have
  * made it fail without resume.
@@ -281,8 +280,8 @@ static void rs_resume_replay(struct rs_sock *rs)
 	kvfree(rs->replay_buf);
 	rs->replay_buf = NULL;
 	/*
-	 * Under rs->lock, as shutdown() tests REPLAY: a FIN asked for meanwhile is ours to send, and
-	 * goes before REPLAY clears, so no write of a waiting writer gets ahead of it.
+	 * Under rs->lock, as shutdown() tests REPLAY: a FIN asked for meanwhile is ours to send,
+	 * and goes before REPLAY clears, so no write of a waiting writer gets ahead of it.
 	 */
 	spin_lock_bh(&rs->lock);
 	fin = rs->resume_fin;
@@ -498,7 +497,7 @@ static void rs_resume_server_work(struct work_struct *work)
 	lock_sock(&rs->sk);
 	err = rs_resume_detach(rs);
 	if (err && test_bit(RS_F_RESUMING, &rs->flags))
-		rs_resume_fail(rs, RS_CNT_RESUME_REFUSED);	/* (no snapshot: it cannot resume) */
+		rs_resume_fail(rs, RS_CNT_RESUME_REFUSED);	/* (no snapshot: none) */
 	if (!err && !rs_resume_pos_ok(rs, cpos)) {
 		/* The client holds the key but not the stream: it cannot resume. */
 		rs_resume_fail(rs, RS_CNT_RESUME_REFUSED);
