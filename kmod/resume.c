@@ -535,17 +535,24 @@ static void rs_resume_work(struct work_struct *work)
 	struct rs_sock *rs = container_of(to_delayed_work(work), struct rs_sock, resume_work);
 
 	if (test_bit(RS_F_REPLAY, &rs->flags)) {
-		rs_resume_replay(rs);
+		/*
+		 * Only once the attach published mode TCP (and so rs->tcp): a server's wait for
+		 * its client may run while its handshake attaches, which queues us again.
+		 */
+		if (rs_is_tcp(rs))
+			rs_resume_replay(rs);
 	} else if (test_bit(RS_F_RESUMING, &rs->flags) && !rs->parent) {
 		rs_resume_client(rs);
 	} else if (test_bit(RS_F_RESUMING, &rs->flags)) {
-		if (time_before(jiffies, rs->resume_deadline)) {
+		/* Under lock_sock, as the attach: never re-armed behind it (it clears RESUMING). */
+		/* (Attached meanwhile: its replay is queued.) */
+		lock_sock(&rs->sk);
+		if (test_bit(RS_F_RESUMING, &rs->flags) &&
+		    time_before(jiffies, rs->resume_deadline))
 			rs_resume_work_arm(rs, rs->resume_deadline - jiffies);
-		} else {
-			lock_sock(&rs->sk);
+		else if (test_bit(RS_F_RESUMING, &rs->flags))
 			rs_resume_fail(rs, RS_CNT_RESUME_TIMEOUT);
-			release_sock(&rs->sk);
-		}
+		release_sock(&rs->sk);
 	}
 	sock_put(&rs->sk);
 }
