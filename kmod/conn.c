@@ -135,6 +135,8 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 		spin_unlock_bh(&rs->lock);
 		rs_tx_snapshot(rs);	/* (replay_ok says whether it could be taken) */
 		set_bit(RS_F_RESUME_DETACHED, &rs->flags);
+		/* The bound runs from here: tearing many QPs down is our own work. */
+		rs->resume_deadline = jiffies + msecs_to_jiffies(READ_ONCE(rs_resume_timeout_ms));
 	}
 	/*
 	 * The rings go, and with them whatever they still hold: no reader may find bytes to copy

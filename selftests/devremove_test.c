@@ -331,7 +331,10 @@ TEST(hundred_connections_resume_at_once)
 	}
 	ASSERT_EQ(0, run("timeout 120 rdma link delete rxe0"));
 	for (int i = 0; i < N; i++) {
-		ASSERT_EQ(4, recv(s[i], buf, 4, MSG_WAITALL));
+		ASSERT_EQ(4, recv(s[i], buf, 4, MSG_WAITALL))
+			TH_LOG("connection %d: %s; resume failures %lld (timeout %lld, refused %lld)", i,
+			       strerror(errno), rs_counter("resume_failures"),
+			       rs_counter("resume_failed_timeout"), rs_counter("resume_failed_refused"));
 		ASSERT_EQ(0, memcmp(buf, "ping", 4));
 		ASSERT_EQ(4, recv(c[i], buf, 4, MSG_WAITALL));
 		ASSERT_EQ(0, memcmp(buf, "pong", 4));
