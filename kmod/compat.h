@@ -39,11 +39,11 @@ static inline void rs_set_custom_sockopt(struct socket *sock)
  */
 static inline void rs_sk_net_hold(struct sock *sk)
 {
+	if (sk->sk_net_refcnt)
+		return;		/* a user's socket (a client's resume): it holds it already */
 #ifdef RDMASOCK_SK_NET_REFCNT_UPGRADE
 	sk_net_refcnt_upgrade(sk);
 #else
-	if (sk->sk_net_refcnt)
-		return;
 	sk->sk_net_refcnt = 1;
 	get_net_track(sock_net(sk), &sk->ns_tracker, GFP_KERNEL);
 	sock_inuse_add(sock_net(sk), 1);
