@@ -23,14 +23,19 @@
 
 static atomic_long_t rs_pinned_pages = ATOMIC_LONG_INIT(0);
 
+/*
+ * Charge @npages to the budget if they fit.  Never above the limit, not even for an instant: the
+ * gauge (ring_pages_pinned) is read by users while refused charges come and go.
+ */
 static bool rs_pin_charge(unsigned int npages)
 {
 	long limit = READ_ONCE(tcp_prot.sysctl_mem[2]);
+	long cur = atomic_long_read(&rs_pinned_pages);
 
-	if (atomic_long_add_return(npages, &rs_pinned_pages) > limit) {
-		atomic_long_sub(npages, &rs_pinned_pages);
-		return false;
-	}
+	do {
+		if (cur + npages > limit)
+			return false;
+	} while (!atomic_long_try_cmpxchg(&rs_pinned_pages, &cur, cur + npages));
 	return true;
 }
 
