@@ -205,8 +205,7 @@ bool __rs_path_lost(struct rs_sock *rs, int err, bool asked)
 	if (resuming && !test_and_set_bit(RS_F_RESUMING, &rs->flags)) {
 		/* (Asked after a disconnect we took for a close: writes wait again, not fail.) */
 		clear_bit(RS_F_DISCONNECTED, &rs->flags);
-		rs->resume_err = err;
-		rs->resume_deadline = jiffies + msecs_to_jiffies(READ_ONCE(rs_resume_timeout_ms));
+		rs->resume_err = err;	/* (the deadline runs from the detach: conn.c) */
 		spin_unlock_bh(&rs->lock);
 		trace_rdmasock_resume(rs);
 		sock_hold(sk);

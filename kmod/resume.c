@@ -221,6 +221,9 @@ static void rs_resume_fail(struct rs_sock *rs, enum rs_counter cnt)
 static void rs_resume_attach(struct rs_sock *rs, struct socket *tcp, u64 peer_pos)
 {
 	sock_owned_by_me(&rs->sk);
+	/* The handshake's step timeouts go: the stream's own are the user's, on our socket. */
+	tcp->sk->sk_rcvtimeo = MAX_SCHEDULE_TIMEOUT;
+	tcp->sk->sk_sndtimeo = MAX_SCHEDULE_TIMEOUT;
 	rs_sk_net_hold(tcp->sk);	/* (it outlives us in TIME_WAIT: so must its namespace) */
 	/* A shutdown(SHUT_WR) while resuming: its FIN goes after the replay. */
 	if (READ_ONCE(rs->sk.sk_shutdown) & SEND_SHUTDOWN)
@@ -364,9 +367,6 @@ static int rs_resume_try(struct rs_sock *rs, u8 *status)
 		err = -ECONNREFUSED;
 		goto out;
 	}
-	/* The stream's own timeouts from here on: the user's, on our socket. */
-	tcp->sk->sk_rcvtimeo = MAX_SCHEDULE_TIMEOUT;
-	tcp->sk->sk_sndtimeo = MAX_SCHEDULE_TIMEOUT;
 	lock_sock(&rs->sk);
 	err = -ECANCELED;
 	if (rs_resume_can_attach(rs)) {
@@ -514,8 +514,6 @@ static void rs_resume_server_work(struct work_struct *work)
 		err = -EPIPE;
 	}
 	if (!err) {
-		hs->sock->sk->sk_rcvtimeo = MAX_SCHEDULE_TIMEOUT;
-		hs->sock->sk->sk_sndtimeo = MAX_SCHEDULE_TIMEOUT;
 		rs_resume_attach(rs, hs->sock, cpos);
 		hs->sock = NULL;
 	}
