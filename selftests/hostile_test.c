@@ -362,6 +362,9 @@ TEST_F_TIMEOUT(once, failing_pending_children_free_their_backlog_slots, 300)
 /*
  * A server that writes before its READY (and never sends it): the kernel client refuses it
  * (EPROTO), nothing of it can be read, and the same socket then connects to an honest server.
+ * (Or its WRITE comes before the client's ring MR is registered, the READY's very reason: rxe
+ * answers it with a remote access error, which can fail the client's QP as well, and the client's
+ * connect fails with ECONNRESET instead.  Refused either way; seen once on the debug kernel.)
  */
 TEST_F_TIMEOUT(once, kernel_client_refuses_data_before_ready, 120)
 {
@@ -377,7 +380,8 @@ TEST_F_TIMEOUT(once, kernel_client_refuses_data_before_ready, 120)
 	c = socket(rs_family_number(), SOCK_STREAM, 0);
 	ASSERT_EQ(0, setsockopt(c, SOL_RDMASOCK, RDMASOCK_NO_FALLBACK, &one, sizeof(one)));
 	ASSERT_EQ(-1, connect(c, (struct sockaddr *)&ss, len));
-	ASSERT_EQ(EPROTO, errno);
+	if (errno != EPROTO)
+		ASSERT_EQ(ECONNRESET, errno);
 	ASSERT_EQ(0, peer_status(pid));
 	/* Nothing the liar wrote is readable: end of stream, as TCP after a reset connect. */
 	ASSERT_GE(0, recv(c, buf, sizeof(buf), MSG_DONTWAIT));

@@ -13,14 +13,30 @@ ran=()
 
 run_one() {
 	local name=$1; shift
-	local tap=$out/$name.tap pass fail
+	local tap=$out/$name.tap pass fail pid left
 	[ -n "$only" ] && ! grep -qw "$name" <<< "$only" && return 0
 	echo "# ---- $name"
-	"$@" 2>&1 | tee "$tap"
+	# In a session of its own, its output in a file that the console follows until it exits:
+	# whatever it leaves running holds no pipe of ours (a test's forked child, blocked in
+	# accept() after its test failed, once held `| tee` open until the VM's timeout) and is
+	# found and stopped afterwards.  (A background job's stdin is /dev/null anyway.)
+	: > "$tap"
+	setsid "$@" >> "$tap" 2>&1 < /dev/null &
+	pid=$!
+	tail -n +1 -f --pid="$pid" "$tap"
+	wait "$pid"
 	pass=$(grep -cE '^ok [0-9]+' "$tap")
 	fail=$(grep -cE '^not ok [0-9]+' "$tap")
 	# A program that died before its summary counts as one more failure.
 	grep -qE '^# (Totals|PASSED|FAILED)' "$tap" || fail=$((fail + 1))
+	# So does one that left processes behind (setsid made it the leader of session $pid).
+	left=$(pgrep -s "$pid")
+	if [ -n "$left" ]; then
+		echo "# run_tests: $name left processes running: $(ps -o pid=,args= -p "${left//$'\n'/,}" | tr '\n' ';')" |
+			tee -a "$tap"
+		pkill -KILL -s "$pid"
+		fail=$((fail + 1))
+	fi
 	echo "summary: $name $pass $fail" | tee -a "$out/summary"
 }
 
