@@ -18,7 +18,14 @@ endif
 HARNESS := $(CACHE)/selftests/kselftest_harness.h
 CHECKPATCH := $(CACHE)/scripts/checkpatch.pl
 
-.PHONY: all modules userlib selftests deps lint check check-debug soak demo bench clean help
+VERSION := $(shell cat $(TOP)/VERSION)
+# make install: PREFIX for the tools (the module goes to /lib/modules/KVER/updates), DESTDIR to stage.
+PREFIX ?= /usr/local
+DESTDIR ?=
+DKMS_SRC := $(DESTDIR)/usr/src/rdmasock-$(VERSION)
+
+.PHONY: all modules userlib selftests deps lint check check-debug soak demo bench clean help \
+	install uninstall install-dkms deb check-install
 all: modules userlib selftests
 
 help:
@@ -33,6 +40,12 @@ help:
 	@echo "make soak       1,000 connections, the stress suite, an hour of the concurrent fuzzer and"
 	@echo "                the mutating peer on the debug kernel (SOAK_MINUTES, SOAK_KERNEL)"
 	@echo "make bench      rdmasock vs TCP vs raw verbs in one VM run (table, JSON, plot)"
+	@echo "make install    the module (for: $(KVERS); then depmod), the tools, their man pages and"
+	@echo "                /etc/modprobe.d/rdmasock.conf (PREFIX=$(PREFIX), DESTDIR); make uninstall"
+	@echo "make install-dkms  the module's source and dkms.conf in /usr/src/rdmasock-$(VERSION)"
+	@echo "make deb        Debian packages rdmasock-dkms and rdmasock-tools in build/deb, lintian-checked"
+	@echo "make check-install  both packages installed in a fresh VM on 6.1 and 6.12: DKMS, modprobe,"
+	@echo "                rdmasock-run iperf3 over RDMA, then apt-get remove --purge"
 
 deps:
 	@$(TOP)/selftests/deps.sh "$(CACHE)"
@@ -97,6 +110,51 @@ bench:
 	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"
 	@$(MAKE) -s all
 	@$(TOP)/selftests/bench/bench.sh
+
+# --- installing ----------------------------------------------------------------------------------
+# The module through kbuild's modules_install (INSTALL_MOD_DIR=updates: it wins over an in-tree one),
+# then depmod (not when staging into DESTDIR: the package manager runs it).  Unsigned: Debian's
+# headers ask for every module to be signed with the kernel's own key, which only Debian has; for
+# Secure Boot, the DKMS package signs with DKMS's MOK key (README, "Installing on an RDMA host").
+install: modules userlib
+	@set -e; for k in $(KVERS); do \
+		kdir=$$(. $(TOP)/selftests/vm/kernels.sh; rdmasock_kdir $$k); \
+		$(MAKE) -s -C "$$kdir" M=$(BUILD)/$$k INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=updates \
+			CONFIG_MODULE_SIG_ALL= modules_install; \
+		[ -n "$(DESTDIR)" ] || depmod -a $$k; done
+	@$(MAKE) -s -C $(TOP)/userlib OUT=$(BUILD)/userlib install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	@[ -e $(DESTDIR)/etc/modprobe.d/rdmasock.conf ] || \
+		install -D -m 0644 $(TOP)/packaging/rdmasock.conf $(DESTDIR)/etc/modprobe.d/rdmasock.conf
+	@echo "install: rdmasock $(VERSION) for $(KVERS), tools in $(DESTDIR)$(PREFIX)"
+
+# (/etc/modprobe.d/rdmasock.conf stays if it was changed, as a package's conffile would.)
+uninstall:
+	@set -e; for k in $(KVERS); do \
+		rm -f $(DESTDIR)/lib/modules/$$k/updates/rdmasock.ko*; \
+		[ -n "$(DESTDIR)" ] || depmod -a $$k; done
+	@$(MAKE) -s -C $(TOP)/userlib OUT=$(BUILD)/userlib uninstall PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	@cmp -s $(TOP)/packaging/rdmasock.conf $(DESTDIR)/etc/modprobe.d/rdmasock.conf && \
+		rm -f $(DESTDIR)/etc/modprobe.d/rdmasock.conf || true
+
+# What DKMS builds from: the module's sources, the feature probes, kmod/build.sh, dkms.conf.
+install-dkms:
+	@rm -rf $(DKMS_SRC)
+	@install -d $(DKMS_SRC)/kmod/probes $(DKMS_SRC)/uapi/linux
+	@install -m 0644 $(TOP)/Kbuild $(TOP)/VERSION $(DKMS_SRC)/
+	@install -m 0644 $(TOP)/kmod/*.[ch] $(DKMS_SRC)/kmod/
+	@install -m 0755 $(TOP)/kmod/build.sh $(DKMS_SRC)/kmod/
+	@install -m 0644 $(TOP)/kmod/probes/*.c $(DKMS_SRC)/kmod/probes/
+	@install -m 0644 $(TOP)/uapi/linux/*.h $(DKMS_SRC)/uapi/linux/
+	@sed 's|@VERSION@|$(VERSION)|' $(TOP)/packaging/dkms.conf > $(DKMS_SRC)/dkms.conf
+	@echo "install-dkms: $(DKMS_SRC) (then: dkms install rdmasock/$(VERSION))"
+
+# Debian's own tooling on a copy of the tree; debian/changelog is written from VERSION there.
+deb:
+	@$(TOP)/selftests/deps.sh --if-missing --packaging "$(CACHE)"
+	@$(TOP)/packaging/deb.sh "$(BUILD)/deb"
+
+check-install: deb
+	@$(TOP)/selftests/check-install.sh "$(BUILD)/deb"
 
 clean:
 	rm -rf $(BUILD)

@@ -1221,4 +1221,5 @@ static void __exit rs_exit(void)
 module_init(rs_init);
 module_exit(rs_exit);
 MODULE_LICENSE("GPL");
+MODULE_VERSION(RDMASOCK_VERSION);
 MODULE_DESCRIPTION("rdmasock: TCP-semantics stream sockets over RDMA RC queue pairs");

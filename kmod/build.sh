@@ -3,16 +3,23 @@
 # probes (tiny compile tests) to generate compat_generated.h, then run kbuild.
 # Usage: kmod/build.sh KVER OUTDIR [lint]
 set -euo pipefail
+# KDIR: the kernel's build folder (DKMS gives its ${kernel_source_dir}: headers only, and its copy
+# of the sources has no selftests/); else found as the tests find it (the debug kernel's too).
 kver=$1 out=$2 mode=${3:-}
 top=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=selftests/vm/kernels.sh
-RDMASOCK_TOP=$top . "$top/selftests/vm/kernels.sh"
-kdir=$(RDMASOCK_TOP=$top rdmasock_kdir "$kver")
+if [ -n "${KDIR:-}" ]; then
+	kdir=$KDIR
+else
+	# shellcheck source=selftests/vm/kernels.sh
+	RDMASOCK_TOP=$top . "$top/selftests/vm/kernels.sh"
+	kdir=$(RDMASOCK_TOP=$top rdmasock_kdir "$kver")
+fi
 [ -d "$kdir" ] || { echo "build: no headers for $kver ($kdir); run make deps" >&2; exit 1; }
 
 mkdir -p "$out/kmod" "$out/probes"
+out=$(cd "$out" && pwd)
 ln -sfn "$top/uapi" "$out/uapi"
-ln -sf "$top/Kbuild" "$out/Kbuild"
+ln -sf "$top/Kbuild" "$top/VERSION" "$out/"
 for f in "$top"/kmod/*.[ch]; do ln -sf "$f" "$out/kmod/"; done
 # Drop links to sources that no longer exist.
 find "$out/kmod" -maxdepth 1 -xtype l -delete
@@ -27,7 +34,7 @@ gen=$out/kmod/compat_generated.h.new
 	done
 	printf 'obj-m :=\n' > "$out/probes/Kbuild"
 	targets=$(cd "$out/probes" && ls ./*.c | sed 's/\.c$/.o/; s|^\./||')
-	make -s -k -C "$kdir" M="$out/probes" KCFLAGS=-Werror $targets >"$out/probes/log" 2>&1 || true
+	make -s -k -j"$(nproc)" -C "$kdir" M="$out/probes" KCFLAGS=-Werror $targets >"$out/probes/log" 2>&1 || true
 	for p in "$top"/kmod/probes/*.c; do
 		name=$(basename "$p" .c)
 		if [ -s "$out/probes/$name.o" ]; then
@@ -46,5 +53,5 @@ if [ "$mode" = lint ]; then
 		exit 1
 	fi
 else
-	make -s -C "$kdir" M="$out" modules
+	make -s -j"$(nproc)" -C "$kdir" M="$out" modules
 fi

@@ -1,10 +1,17 @@
 #!/bin/bash
 # Install what rdmasock needs to build and test on Debian 12 (idempotent), and take the kselftest
 # harness and checkpatch.pl from Debian's linux-source-6.1 into an ignored cache folder.
-# Usage: deps.sh [--if-missing] CACHE_DIR
+# Usage: deps.sh [--if-missing] [--packaging] CACHE_DIR
 set -euo pipefail
-if_missing=0
-[ "${1:-}" = --if-missing ] && { if_missing=1; shift; }
+# --packaging: also what make deb and make check-install need (Debian's packaging tools, DKMS).
+if_missing=0 packaging=0
+while [ $# -gt 1 ]; do
+	case $1 in
+	--if-missing) if_missing=1; shift ;;
+	--packaging) packaging=1; shift ;;
+	*) break ;;
+	esac
+done
 cache=${1:?cache dir}
 
 PKGS=(linux-image-amd64 linux-headers-amd64 linux-image-6.12-amd64 linux-headers-6.12-amd64
@@ -13,6 +20,7 @@ PKGS=(linux-image-amd64 linux-headers-amd64 linux-image-6.12-amd64 linux-headers
 	libelf-dev procps iperf3 sockperf redis-server redis-tools nginx openssh-server
 	openssh-client curl python3 libssl-dev libpython3.11-testsuite clang libbpf-dev bpftool
 	golang-go)
+[ $packaging = 1 ] && PKGS+=(dpkg-dev debhelper dh-dkms dkms lintian fakeroot man-db)
 
 missing=()
 for p in "${PKGS[@]}"; do

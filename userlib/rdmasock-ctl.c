@@ -427,6 +427,7 @@ static void usage(FILE *f)
 	      "PROGRAM [ARGS]\n"
 	      "       rdmasock-ctl kind FILE      (static, go, dynamic or other)\n"
 	      "       rdmasock-ctl check          (exit 0 if the cgroup switch can work here)\n"
+	      "       rdmasock-ctl --version\n"
 	      "options: -d/--debug; rules as in rdmasock-run(1); see rdmasock-ctl(8)\n", f);
 }
 
@@ -441,6 +442,10 @@ int main(int argc, char **argv)
 		return EX_FAIL;
 	}
 	cmd = argv[1];
+	if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
+		printf("rdmasock-ctl %s\n", RDMASOCK_VERSION);
+		return 0;
+	}
 	for (i = 2; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
