@@ -24,8 +24,14 @@
 #include "stats.h"
 #include "wr.h"
 
-#define RS_SQ_DEPTH		128
-#define RS_RQ_DEPTH		128
+/*
+ * Queue depths just under a power of two: providers round queues up to one (rxe: slots for the
+ * WRs asked, our drain marker and one it keeps empty; the CQ likewise for both queues' WRs and the
+ * markers), so 128 WRs each way cost queues of 256 slots and a CQ of 512 entries; 124 cost 128,
+ * 128 and 256: kernel memory per idle connection end 270 -> 154 KiB on rxe (docs/performance.md).
+ */
+#define RS_SQ_DEPTH		124
+#define RS_RQ_DEPTH		124
 #define RS_SIGNAL_EVERY		16
 #define RS_MAX_INLINE		256
 

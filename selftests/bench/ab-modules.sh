@@ -1,6 +1,7 @@
 #!/bin/bash
 # A/B two builds of the module in one VM, so that both see the same host: loads OLD.ko and NEW.ko in
-# turn, ROUNDS times, and runs the 64-byte ping-pong (blocking and busy-poll) with each.  Inside:
+# turn, ROUNDS times, and runs the 64-byte ping-pong (blocking and busy-poll) with each, or with
+# AB_BENCH=conns 1,000 connections at once (memory per end) and the connection rate.  Inside:
 #   selftests/vm/run --mem 2048 -- selftests/bench/ab-modules.sh OLD.ko NEW.ko [ROUNDS]
 # (copy the old build's rdmasock.ko aside before rebuilding: build/ is shared with the VM).
 set -u
@@ -20,8 +21,14 @@ load() {	# connections close asynchronously: wait until the module can go
 for ((r = 1; r <= rounds; r++)); do
 	for m in old new; do
 		if [ $m = old ]; then load "$old"; else load "$new"; fi
-		for c in rdma rdma-busy; do
-			echo "$m $($b pingpong $c 64 2000)"
-		done
+		case ${AB_BENCH:-pingpong} in
+		pingpong)
+			for c in rdma rdma-busy; do
+				echo "$m $($b pingpong $c 64 2000)"
+			done ;;
+		conns)	# memory per connection end, set-up rate, time to first byte
+			echo "$m $($b conns rdma 1000)"
+			echo "$m $($b connrate rdma 100)" ;;
+		esac
 	done
 done
