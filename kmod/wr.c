@@ -315,7 +315,7 @@ int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl,
 	}
 	if (rs->sq_posted - rs->sq_done >= limit)
 		return -ENOBUFS;
-	ctx = &rs->txc[rs->sq_posted % rs->sq_depth];
+	ctx = &rs->txc[rs->sq_slot];
 	ctx->seq = rs->sq_posted;
 	if (signal || ctx->seq % RS_SIGNAL_EVERY == RS_SIGNAL_EVERY - 1)
 		wr->send_flags |= IB_SEND_SIGNALED;
@@ -328,6 +328,8 @@ int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl,
 		return err;
 	}
 	rs->sq_posted++;
+	if (++rs->sq_slot == rs->sq_depth)
+		rs->sq_slot = 0;
 	rs->bytes_sent += bytes;
 	rs_count(sock_net(&rs->sk), RS_CNT_WR_POSTED);
 	if (bytes)
