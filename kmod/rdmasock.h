@@ -224,7 +224,7 @@ struct rs_sock {
 		u64 tx_acked;		/* bytes the peer says it consumed */
 		u32 sq_posted;		/* WRs posted */
 		u32 sq_done;		/* WRs known complete */
-		u32 sq_slot;		/* next txc entry (sq_posted % sq_depth, which may wrap) */
+		u32 sq_slot;		/* next txc entry: posts mod sq_depth, counted apart */
 		u32 tx_marker;		/* seq of the signaled WRITE autocork waits for */
 	);
 	unsigned long flags;		/* enum rs_flag */
