@@ -86,6 +86,8 @@ static int rs_connect_rdma(struct rs_sock *rs, struct sockaddr *addr, int len)
 {
 	int reason, err;
 
+	if (!rs->cm_id)
+		rs_tcp_take_port(rs);
 	err = rs_cm_connect(rs, addr, len, &reason);
 	if (!err || rs->no_fallback)
 		return err;
@@ -377,7 +379,7 @@ static int rs_bind(struct socket *sock, struct sockaddr *addr, int len)
 	lock_sock(&rs->sk);
 	err = -EINVAL;
 	if (rs->sk.sk_state != TCP_CLOSE || rs->mode != RDMASOCK_MODE_NONE || rs->cm_id ||
-	    (rs->tcp && inet_sk(rs->tcp->sk)->inet_num))
+	    (rs->tcp && inet_sk(rs->tcp->sk)->inet_num && !rs->port_taken))
 		goto out;
 	/* The TCP socket owns the port: TCP's permission and conflict rules apply as they are. */
 	err = rs_tcp_ensure(rs, family);
@@ -385,8 +387,11 @@ static int rs_bind(struct socket *sock, struct sockaddr *addr, int len)
 		err = kernel_bind(rs->tcp, addr, len);
 	if (!err)	/* (rs_check_addr() checked the length: the port is there) */
 		rs->port_auto = !((struct sockaddr_in *)addr)->sin_port;
-	/* Not for SO_REUSEPORT: the port's one rdma_cm listener is its group's, made at listen. */
-	if (!err && !rs->force_tcp && !rs->sk.sk_reuseport)
+	/*
+	 * Not for SO_REUSEPORT: the port's one rdma_cm listener is its group's, made at listen.
+	 * Nor without a port yet (IP_BIND_ADDRESS_NO_PORT): the id takes TCP's once TCP has one.
+	 */
+	if (!err && !rs->force_tcp && !rs->sk.sk_reuseport && inet_sk(rs->tcp->sk)->inet_num)
 		rs_cm_bind(rs, addr, len);
 out:
 	release_sock(&rs->sk);

@@ -196,6 +196,8 @@ void rs_close_work(struct work_struct *work)
 	/* Bytes still staged are lost: the disconnect without our FIN is a reset for the peer. */
 	lock_sock(&rs->sk);
 	rs_teardown_rdma(rs, false);
+	if (rs->tcp)
+		rs_tcp_detach(rs);	/* the port's holder, once the id is gone */
 	release_sock(&rs->sk);
 	sock_put(&rs->sk);
 }
@@ -215,10 +217,24 @@ void rs_release(struct rs_sock *rs)
 	lock_sock(sk);
 	if (sk->sk_state == TCP_LISTEN || rs->mode == RDMASOCK_MODE_LISTEN)
 		rs_cm_listener_close(rs);
-	if (rs->tcp)
+	/*
+	 * The TCP socket of a TCP connection or a listener goes now.  That of an RDMA connection or
+	 * attempt only holds the port its id has in rdma_cm's space: it goes after the id
+	 * (rs_close_work()), so TCP cannot hand the port on while the id still holds it.
+	 */
+	if (rs->tcp && (rs->mode == RDMASOCK_MODE_TCP || rs->mode == RDMASOCK_MODE_LISTEN ||
+			sk->sk_state == TCP_LISTEN)) {
+		/* (A fallback at connect() keeps the id bind() made: it goes first.) */
+		if (rs->mode == RDMASOCK_MODE_TCP && !rs->qp)
+			rs_cm_id_drop(rs);
 		rs_tcp_detach(rs);
-	if (sk->sk_state == TCP_SYN_SENT) {
-		/* As tcp_close() of a connecting socket: the attempt goes, no FIN, no orphan. */
+	}
+	if (sk->sk_state == TCP_SYN_SENT ||
+	    (sk->sk_state == TCP_CLOSE && rs->mode == RDMASOCK_MODE_NONE && !rs->qp)) {
+		/*
+		 * As tcp_close() of a connecting socket: the attempt goes, no FIN, no orphan.
+		 * The id of a socket that only bound goes now too: close() frees its port.
+		 */
 		rs_teardown_rdma(rs, false);
 	} else if (rs_rdma_live(rs)) {
 		/* Unread data or SO_LINGER {1, 0}: reset the peer, as TCP sends an RST. */
@@ -240,6 +256,8 @@ void rs_release(struct rs_sock *rs)
 		}
 	}
 	rdma = rs->cm_id || rs->qp;
+	if (!rdma && rs->tcp)
+		rs_tcp_detach(rs);
 	WRITE_ONCE(sk->sk_shutdown, SHUTDOWN_MASK);
 	sock_orphan(sk);
 	release_sock(sk);

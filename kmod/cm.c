@@ -222,6 +222,26 @@ static void rs_cm_client_established(struct rs_sock *rs, struct rdma_cm_event *e
 	rs_check_connected(rs);
 }
 
+/* An id of the socket's, in rdma_cm's TCP port space; its handler finds the socket by it. */
+static struct rdma_cm_id *rs_cm_new_id(struct rs_sock *rs)
+{
+	return rdma_create_id(sock_net(&rs->sk), rs_cm_handler, rs, RDMA_PS_TCP, IB_QPT_RC);
+}
+
+/*
+ * As the TCP socket: SO_REUSEADDR, and IPV6_V6ONLY (rdma_cm would take net.ipv6.bindv6only
+ * instead, and then answer for an address family our TCP socket refuses, or leave a dual-stack
+ * listener's IPv4 port to someone else).
+ */
+static int rs_id_bind(struct rs_sock *rs, struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	if (rs->sk.sk_reuse)
+		rdma_set_reuseaddr(id, 1);
+	if (addr->sa_family == AF_INET6)
+		rdma_set_afonly(id, ipv6_only_sock(rs->tcp->sk));
+	return rdma_bind_addr(id, addr);
+}
+
 /*
  * Loopback and unspecified destinations have no RDMA path.  rdma_cm would still try some of them
  * (::1, or 127.0.0.1 from an id bound to 0.0.0.0, go through its loopback resolution) and send CM
@@ -263,13 +283,35 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, int *reaso
 	 */
 	id = rs->cm_id;
 	if (!id) {
-		id = rdma_create_id(sock_net(&rs->sk), rs_cm_handler, rs, RDMA_PS_TCP, IB_QPT_RC);
+		id = rs_cm_new_id(rs);
 		if (IS_ERR(id)) {
 			*reason = RDMASOCK_REASON_RESOURCE;
 			return PTR_ERR(id);
 		}
 		bound = rs->tcp && inet_sk(rs->tcp->sk)->inet_num &&
 			kernel_getsockname(rs->tcp, (struct sockaddr *)&src) >= 0;
+		/*
+		 * A port TCP chose (rs_tcp_take_port(), or bind() to port 0) is the id's too, so
+		 * TCP hands none of our listeners a port our clients hold in rdma_cm's space.  If
+		 * someone else holds it there, rdma_cm chooses one on the same address (only a port
+		 * the user chose must be ours); an address without a device fails resolution below.
+		 */
+		if (bound && (rs->port_auto || rs->port_taken)) {
+			bound = false;
+			if (rs_id_bind(rs, id, (struct sockaddr *)&src)) {
+				rdma_destroy_id(id);
+				id = rs_cm_new_id(rs);
+				if (IS_ERR(id)) {
+					*reason = RDMASOCK_REASON_RESOURCE;
+					return PTR_ERR(id);
+				}
+				bound = true;
+				if (src.ss_family == AF_INET6)
+					((struct sockaddr_in6 *)&src)->sin6_port = 0;
+				else
+					((struct sockaddr_in *)&src)->sin_port = 0;
+			}
+		}
 	}
 	memcpy(&rs->peer_addr, addr, min_t(int, len, sizeof(rs->peer_addr)));
 	rs->peer_addr_len = len;
@@ -298,20 +340,6 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, int *reaso
 /* ---- passive side ---- */
 
 /*
- * As the TCP socket: SO_REUSEADDR, and IPV6_V6ONLY (rdma_cm would take net.ipv6.bindv6only
- * instead, and then answer for an address family our TCP socket refuses, or leave a dual-stack
- * listener's IPv4 port to someone else).
- */
-static int rs_id_bind(struct rs_sock *rs, struct rdma_cm_id *id, struct sockaddr *addr)
-{
-	if (rs->sk.sk_reuse)
-		rdma_set_reuseaddr(id, 1);
-	if (addr->sa_family == AF_INET6)
-		rdma_set_afonly(id, ipv6_only_sock(rs->tcp->sk));
-	return rdma_bind_addr(id, addr);
-}
-
-/*
  * Bind the RDMA id to the address the TCP socket got (same port).  Failing is not an error for the
  * socket: an address without an RDMA device (127.0.0.1) simply serves TCP only.
  */
@@ -325,7 +353,7 @@ int rs_cm_bind(struct rs_sock *rs, struct sockaddr *addr, int len)
 	if (err < 0)
 		return err;
 	clear_bit(RS_F_DEV_GONE, &rs->flags);	/* an earlier id's: this one is new */
-	id = rdma_create_id(sock_net(&rs->sk), rs_cm_handler, rs, RDMA_PS_TCP, IB_QPT_RC);
+	id = rs_cm_new_id(rs);
 	if (IS_ERR(id))
 		return PTR_ERR(id);
 	err = rs_id_bind(rs, id, (struct sockaddr *)&bound);

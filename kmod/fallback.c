@@ -152,6 +152,7 @@ void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp)
 {
 	struct sock *tsk = tcp->sk;
 
+	rs->port_taken = false;		/* a new socket: whatever port it has, someone asked */
 	write_lock_bh(&tsk->sk_callback_lock);
 	if (tsk->sk_data_ready == rs_tcp_data_ready) {
 		memcpy(rs->tcp_cb, rs_tcp_default_cb, sizeof(rs->tcp_cb));
@@ -525,12 +526,20 @@ int rs_tcp_ensure(struct rs_sock *rs, int family)
 	/* An IPPROTO_RDMASOCK socket's is its own family's, whatever the caller would choose. */
 	if (rs_inet_family(rs))
 		family = rs_inet_family(rs);
+	/*
+	 * A port only rs_tcp_take_port() took, for an attempt that is over: given back with the
+	 * socket, as TCP gives back the port of a failed connect() (bind() may follow).
+	 */
+	if (rs->tcp && rs->port_taken && !rs->cm_id && rs->mode == RDMASOCK_MODE_NONE &&
+	    rs->tcp->sk->sk_state == TCP_CLOSE && !rs->tcp_final)
+		goto fresh;
 	if (rs->tcp && (rs->tcp->sk->sk_family == family || inet_sk(rs->tcp->sk)->inet_num ||
 			rs->tcp->sk->sk_state != TCP_CLOSE || rs->mode != RDMASOCK_MODE_NONE ||
 			rs->tcp_final)) {
 		rs_tcp_sync(rs);	/* bind, listen, connect: with what was set since */
 		return 0;
 	}
+fresh:
 	err = __sock_create(sock_net(&rs->sk), family, SOCK_STREAM, IPPROTO_TCP, &tcp, 0);
 	if (err)
 		return err;
@@ -539,6 +548,32 @@ int rs_tcp_ensure(struct rs_sock *rs, int family)
 		rs_tcp_detach(rs);
 	rs_tcp_attach(rs, tcp);
 	return 0;
+}
+
+/*
+ * Before an RDMA attempt from a socket without a port: the TCP socket takes one, as its connect()
+ * would, and the id binds to it (rs_cm_connect()).  An id left to itself takes a random port in
+ * rdma_cm's space, which TCP knows nothing of: TCP could hand that port to a listener of ours,
+ * whose clients would then be refused.  The TCP socket holds the port until the id is gone
+ * (rs_release()), or the attempt is over without RDMA (rs_tcp_ensure() gives it back, as TCP's
+ * connect() gives back a port it took when it fails).  Best effort: without a port (all taken,
+ * IP_BIND_ADDRESS_NO_PORT, a cgroup bind program's refusal) rdma_cm chooses one.  The cost: a
+ * bound port is the connection's alone, where a TCP connect() may share its port among
+ * destinations, so a host has as many RDMA clients as ip_local_port_range has ports.
+ */
+void rs_tcp_take_port(struct rs_sock *rs)
+{
+	struct sockaddr_storage addr;
+	int len;
+
+	sock_owned_by_me(&rs->sk);
+	if (!rs->tcp || inet_sk(rs->tcp->sk)->inet_num)
+		return;
+	/* Its address as it is: the wildcard, or what IP_BIND_ADDRESS_NO_PORT's bind() left. */
+	len = kernel_getsockname(rs->tcp, (struct sockaddr *)&addr);
+	if (len < 0 || kernel_bind(rs->tcp, (struct sockaddr *)&addr, len))
+		return;
+	rs->port_taken = inet_sk(rs->tcp->sk)->inet_num;
 }
 
 /*

@@ -190,6 +190,7 @@ struct rs_sock {
 	bool pd_pinned;			/* an MR could not be deregistered: never free the PD */
 	bool tcp_final;			/* mode was TCP or LISTEN: rs->tcp stays until release() */
 	bool port_auto;			/* bind() asked for port 0: the port is TCP's choice */
+	bool port_taken;		/* rs_tcp_take_port() gave rs->tcp its port, not the user */
 	u32 conn_gen;			/* connect() attempts from scratch (rs_conn_reset) */
 	unsigned long connect_deadline;	/* jiffies: the set-up bound of the current attempt */
 	struct sockaddr_storage peer_addr;	/* connect() destination, kept for fallback */

@@ -109,18 +109,14 @@ TEST_F_TIMEOUT(many, write_then_close_gives_all_bytes_then_eof, 900)
 	int lfd;
 
 	/*
-	 * From a quiet start: the test before closed 1,000 connections, whose client ids hold ports
-	 * in rdma_cm's port space until their teardown ends.  A listener's ephemeral port is TCP's
-	 * choice, and where rdma_cm's space has it taken the listener serves TCP only
-	 * (listen_rdma_port_taken; docs/design.md, "Fallback").  Waits for the socket table to empty.
+	 * From a quiet start: the test before closed 1,000 connections, whose teardown goes on after
+	 * close().  (Their ports are held in TCP's space until then, so a listener cannot be given
+	 * one: docs/design.md, "Fallback".)  Waits for the socket table to empty.
 	 */
 	for (int i = 0; i < 1200 && proc_sockets() > 0; i++)
 		usleep(100000);
 	ASSERT_GE(0, proc_sockets());
-	/*
-	 * One server for all rounds, as a real one: a listener made per round would take its port
-	 * while earlier rounds' client ids still hold theirs (about one run in five of make check).
-	 */
+	/* One server for all rounds, as a real one. */
 	lfd = make_listener(variant->carrier, variant->af, &ss, &len);
 	ASSERT_LE(0, lfd);
 	for (int r = 0; r < rounds; r++) {

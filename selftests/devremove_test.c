@@ -315,7 +315,9 @@ TEST(hundred_connections_resume_at_once)
 
 	for (int i = 0; i < N; i++) {
 		ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, i & 1 ? AF_INET6 : AF_INET, &c[i], &s[i]));
-		ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c[i], RDMASOCK_MODE));
+		ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c[i], RDMASOCK_MODE))
+			TH_LOG("connection %d: fallback reason %d", i,
+			       rs_getint(c[i], RDMASOCK_FALLBACK_REASON));
 		/* Something in flight each way, unread when the path goes. */
 		ASSERT_EQ(4, send(c[i], "ping", 4, 0));
 		ASSERT_EQ(4, send(s[i], "pong", 4, 0));

@@ -188,6 +188,51 @@ TEST_F(fb, no_fallback_gives_the_real_error)
 	close(c);
 }
 
+/*
+ * A refused attempt leaves no port behind, as TCP's failed connect() gives its port back: the
+ * socket connects again, to the other family too (an AF_RDMASOCK socket takes its address's), or
+ * binds, and then rides RDMA.
+ */
+TEST_F(fb, no_fallback_refusal_leaves_no_port)
+{
+	int other = variant->af == AF_INET ? AF_INET6 : AF_INET;
+	struct sockaddr_storage ss, b;
+	socklen_t len, bl;
+	int c[2], s, lfd, one = 1;
+
+	self->lfd = make_listener(CARRIER_TCP, variant->af, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
+	for (int i = 0; i < 2; i++) {
+		c[i] = rs_socket();
+		ASSERT_LE(0, c[i]);
+		ASSERT_EQ(0, setsockopt(c[i], SOL_RDMASOCK, RDMASOCK_NO_FALLBACK, &one, sizeof(one)));
+		ASSERT_EQ(-1, connect(c[i], (struct sockaddr *)&self->ss, self->len));
+		ASSERT_EQ(ECONNREFUSED, errno);
+	}
+	/* 0: to the other family. */
+	lfd = make_listener(CARRIER_RDMASOCK, other, &ss, &len);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, connect(c[0], (struct sockaddr *)&ss, len)) TH_LOG("errno %d", errno);
+	ASSERT_TRUE(carried_as_expected(CARRIER_RDMASOCK, c[0]));
+	s = accept(lfd, NULL, NULL);
+	ASSERT_EQ(0, exchange(c[0], s));
+	close(s);
+	close(lfd);
+	/* 1: bound first, to a port of TCP's choice. */
+	lfd = make_listener(CARRIER_RDMASOCK, variant->af, &ss, &len);
+	ASSERT_LE(0, lfd);
+	bl = host_addr(variant->af, &b, 0);
+	ASSERT_EQ(0, bind(c[1], (struct sockaddr *)&b, bl)) TH_LOG("errno %d", errno);
+	ASSERT_EQ(0, connect(c[1], (struct sockaddr *)&ss, len)) TH_LOG("errno %d", errno);
+	ASSERT_TRUE(carried_as_expected(CARRIER_RDMASOCK, c[1]));
+	s = accept(lfd, NULL, NULL);
+	ASSERT_EQ(0, exchange(c[1], s));
+	close(s);
+	close(lfd);
+	close(c[0]);
+	close(c[1]);
+}
+
 TEST_F(fb, force_tcp)
 {
 	int c, s, one = 1;

@@ -1361,6 +1361,68 @@ TEST_F(lone, bind_then_connect_keeps_the_bound_port)
 	close(lfd);
 }
 
+/*
+ * A connected socket's port is taken for TCP too: one port space.  (An RDMA connection's port is
+ * its TCP socket's, so TCP gives none of our listeners a port an id of ours holds in rdma_cm's
+ * space, where the listener could not have it: its clients would fall back.)
+ */
+TEST_F(lone, connected_port_is_taken_for_tcp_too)
+{
+	struct sockaddr_storage ss, me, peer, any = { .ss_family = variant->af };
+	socklen_t len, l = sizeof(me), pl = sizeof(peer);
+	int lfd = make_listener(variant->carrier, variant->af, &ss, &len), s, t;
+
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, connect(self->fd, (struct sockaddr *)&ss, len));
+	ASSERT_TRUE(carried_as_expected(variant->carrier, self->fd));
+	s = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(0, getsockname(self->fd, (struct sockaddr *)&me, &l));
+	ASSERT_EQ(0, getpeername(s, (struct sockaddr *)&peer, &pl));
+	ASSERT_NE(0, addr_port(&me));
+	ASSERT_EQ(addr_port(&me), addr_port(&peer));
+	if (variant->af == AF_INET)
+		((struct sockaddr_in *)&any)->sin_port = htons(addr_port(&me));
+	else
+		((struct sockaddr_in6 *)&any)->sin6_port = htons(addr_port(&me));
+	t = socket(variant->af, SOCK_STREAM, 0);
+	ASSERT_LE(0, t);
+	ASSERT_EQ(-1, bind(t, (struct sockaddr *)&any, l));
+	ASSERT_EQ(EADDRINUSE, errno);
+	close(t);
+	close(s);
+	close(lfd);
+}
+
+/* As TCP: close() gives a bound socket's port back at once; the next socket listens there. */
+TEST_F(lone, port_of_a_closed_bound_socket_is_free_at_once)
+{
+	struct sockaddr_storage b, ss;
+	socklen_t bl = host_addr(variant->af, &b, 0), len = sizeof(ss);
+	int lfd, c, s;
+
+	for (int i = 0; i < 20; i++) {
+		ASSERT_EQ(0, bind(self->fd, (struct sockaddr *)&b, bl));
+		ASSERT_EQ(0, getsockname(self->fd, (struct sockaddr *)&ss, &len));
+		close(self->fd);
+		lfd = carrier_socket(variant->carrier, variant->af, SOCK_STREAM);
+		ASSERT_LE(0, lfd);
+		ASSERT_EQ(0, bind(lfd, (struct sockaddr *)&ss, len)) TH_LOG("round %d", i);
+		ASSERT_EQ(0, listen(lfd, 1)) TH_LOG("round %d: errno %d", i, errno);
+		c = carrier_socket(variant->carrier, variant->af, SOCK_STREAM);
+		ASSERT_LE(0, c);
+		ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+		ASSERT_TRUE(carried_as_expected(variant->carrier, c)) TH_LOG("round %d", i);
+		s = accept(lfd, NULL, NULL);
+		ASSERT_LE(0, s);
+		close(s);
+		close(c);
+		close(lfd);
+		self->fd = carrier_socket(variant->carrier, variant->af, SOCK_STREAM);
+		ASSERT_LE(0, self->fd);
+	}
+}
+
 TEST_F(lone, nonblocking_connect_completes_through_poll)
 {
 	struct sockaddr_storage ss;
