@@ -86,10 +86,15 @@ static int rs_connect_rdma(struct rs_sock *rs, struct sockaddr *addr, int len)
 {
 	int reason, err;
 
-	if (!rs->cm_id)
+	/* (Not for a link-local IPv6 peer: an id bound before it resolves loses the scope.) */
+	if (!rs->cm_id && !rs_addr_ll6(addr))
 		rs_tcp_take_port(rs);
 	err = rs_cm_connect(rs, addr, len, &reason);
-	if (!err || rs->no_fallback)
+	if (!err)
+		return 0;
+	if (rs->port_taken)
+		rs_tcp_give_port(rs);
+	if (rs->no_fallback)
 		return err;
 	return rs_tcp_connect_start(rs, addr, len, reason);
 }
@@ -176,6 +181,8 @@ static void rs_connect_work(struct work_struct *work)
 		goto out;
 	}
 	rs_teardown_rdma(rs, false);
+	if (rs->port_taken)
+		rs_tcp_give_port(rs);
 	if (reason == RDMASOCK_REASON_TIMEOUT || reason == RDMASOCK_REASON_PEER_REJECT)
 		rs_neg_cache_add(sock_net(sk), (struct sockaddr *)&rs->peer_addr);
 	if (!rs->no_fallback) {

@@ -90,6 +90,8 @@ int rs_shutdown(struct rs_sock *rs, int how)
 		 * abandoned (a blocked connect() returns ECONNRESET), the socket is unconnected.
 		 */
 		rs_teardown_rdma(rs, false);
+		if (rs->port_taken)
+			rs_tcp_give_port(rs);
 		WRITE_ONCE(sk->sk_err, ECONNRESET);	/* as tcp_disconnect() */
 		WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 		rs_wake(sk, EPOLLIN | EPOLLOUT | EPOLLHUP);
@@ -230,7 +232,8 @@ void rs_release(struct rs_sock *rs)
 		rs_tcp_detach(rs);
 	}
 	if (sk->sk_state == TCP_SYN_SENT ||
-	    (sk->sk_state == TCP_CLOSE && rs->mode == RDMASOCK_MODE_NONE && !rs->qp)) {
+	    (sk->sk_state == TCP_CLOSE && rs->mode == RDMASOCK_MODE_NONE && !rs->qp &&
+	     (rs->cm_id || rs->pd))) {
 		/*
 		 * As tcp_close() of a connecting socket: the attempt goes, no FIN, no orphan.
 		 * The id of a socket that only bound goes now too: close() frees its port.

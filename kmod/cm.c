@@ -288,28 +288,34 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, int *reaso
 			*reason = RDMASOCK_REASON_RESOURCE;
 			return PTR_ERR(id);
 		}
-		bound = rs->tcp && inet_sk(rs->tcp->sk)->inet_num &&
-			kernel_getsockname(rs->tcp, (struct sockaddr *)&src) >= 0;
+		/* A port, or an address without one yet (IP_BIND_ADDRESS_NO_PORT). */
+		bound = rs->tcp && kernel_getsockname(rs->tcp, (struct sockaddr *)&src) >= 0 &&
+			(inet_sk(rs->tcp->sk)->inet_num || !rs_addr_any((struct sockaddr *)&src));
 		/*
 		 * A port TCP chose (rs_tcp_take_port(), or bind() to port 0) is the id's too, so
 		 * TCP hands none of our listeners a port our clients hold in rdma_cm's space.  If
 		 * someone else holds it there, rdma_cm chooses one on the same address (only a port
 		 * the user chose must be ours); an address without a device fails resolution below.
 		 */
-		if (bound && (rs->port_auto || rs->port_taken)) {
+		if (bound && (rs->port_auto || rs->port_taken) && !rs_addr_ll6(addr)) {
 			bound = false;
-			if (rs_id_bind(rs, id, (struct sockaddr *)&src)) {
+			err = rs_id_bind(rs, id, (struct sockaddr *)&src);
+			if (err == -EADDRINUSE || err == -EADDRNOTAVAIL) {
 				rdma_destroy_id(id);
 				id = rs_cm_new_id(rs);
 				if (IS_ERR(id)) {
 					*reason = RDMASOCK_REASON_RESOURCE;
 					return PTR_ERR(id);
 				}
-				bound = true;
 				if (src.ss_family == AF_INET6)
 					((struct sockaddr_in6 *)&src)->sin6_port = 0;
 				else
 					((struct sockaddr_in *)&src)->sin_port = 0;
+				err = rs_id_bind(rs, id, (struct sockaddr *)&src);
+			}
+			if (err) {	/* no RDMA device has that address */
+				rdma_destroy_id(id);
+				return err;
 			}
 		}
 	}

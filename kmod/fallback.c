@@ -526,20 +526,17 @@ int rs_tcp_ensure(struct rs_sock *rs, int family)
 	/* An IPPROTO_RDMASOCK socket's is its own family's, whatever the caller would choose. */
 	if (rs_inet_family(rs))
 		family = rs_inet_family(rs);
-	/*
-	 * A port only rs_tcp_take_port() took, for an attempt that is over: given back with the
-	 * socket, as TCP gives back the port of a failed connect() (bind() may follow).
-	 */
+	/* (The attempts that end give it back; this is for any path that did not.) */
 	if (rs->tcp && rs->port_taken && !rs->cm_id && rs->mode == RDMASOCK_MODE_NONE &&
-	    rs->tcp->sk->sk_state == TCP_CLOSE && !rs->tcp_final)
-		goto fresh;
+	    rs->sk.sk_state == TCP_CLOSE)
+		rs_tcp_give_port(rs);
+	/* Kept while connecting: in a busy listener's backoff there is no id, yet it goes on. */
 	if (rs->tcp && (rs->tcp->sk->sk_family == family || inet_sk(rs->tcp->sk)->inet_num ||
 			rs->tcp->sk->sk_state != TCP_CLOSE || rs->mode != RDMASOCK_MODE_NONE ||
-			rs->tcp_final)) {
+			rs->sk.sk_state != TCP_CLOSE || rs->tcp_final)) {
 		rs_tcp_sync(rs);	/* bind, listen, connect: with what was set since */
 		return 0;
 	}
-fresh:
 	err = __sock_create(sock_net(&rs->sk), family, SOCK_STREAM, IPPROTO_TCP, &tcp, 0);
 	if (err)
 		return err;
@@ -555,11 +552,11 @@ fresh:
  * would, and the id binds to it (rs_cm_connect()).  An id left to itself takes a random port in
  * rdma_cm's space, which TCP knows nothing of: TCP could hand that port to a listener of ours,
  * whose clients would then be refused.  The TCP socket holds the port until the id is gone
- * (rs_release()), or the attempt is over without RDMA (rs_tcp_ensure() gives it back, as TCP's
- * connect() gives back a port it took when it fails).  Best effort: without a port (all taken,
- * IP_BIND_ADDRESS_NO_PORT, a cgroup bind program's refusal) rdma_cm chooses one.  The cost: a
- * bound port is the connection's alone, where a TCP connect() may share its port among
- * destinations, so a host has as many RDMA clients as ip_local_port_range has ports.
+ * (rs_release()), or until the attempt ends without RDMA (rs_tcp_give_port()).  Best effort:
+ * without a port (all taken, IP_BIND_ADDRESS_NO_PORT, a cgroup bind program's refusal) rdma_cm
+ * chooses one.  The cost: a bound port is the connection's alone, where a TCP connect() may share
+ * its port among destinations, so a host has as many RDMA clients as ip_local_port_range has
+ * ports.
  */
 void rs_tcp_take_port(struct rs_sock *rs)
 {
@@ -574,6 +571,24 @@ void rs_tcp_take_port(struct rs_sock *rs)
 	if (len < 0 || kernel_bind(rs->tcp, (struct sockaddr *)&addr, len))
 		return;
 	rs->port_taken = inet_sk(rs->tcp->sk)->inet_num;
+}
+
+/*
+ * The attempt that port was taken for ended without RDMA: give it back, on the same socket (it has
+ * the user's options), as TCP gives back the port of a connect() that fails (tcp_set_state()):
+ * the socket may bind, or connect to the other family, and a fallback's connect() takes a port
+ * TCP may share.
+ */
+void rs_tcp_give_port(struct rs_sock *rs)
+{
+	struct sock *tsk = rs->tcp->sk;
+
+	sock_owned_by_me(&rs->sk);
+	lock_sock(tsk);
+	if (inet_csk(tsk)->icsk_bind_hash && !(tsk->sk_userlocks & SOCK_BINDPORT_LOCK))
+		inet_put_port(tsk);
+	release_sock(tsk);
+	rs->port_taken = false;
 }
 
 /*

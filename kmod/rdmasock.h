@@ -15,6 +15,7 @@
 #include <net/sock.h>
 #include <net/inet_sock.h>
 #include <linux/ipv6.h>
+#include <net/ipv6.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 #include <linux/rdmasock.h>
@@ -322,6 +323,21 @@ static inline int rs_inet_family(const struct rs_sock *rs)
  * becomes TCP (a release store, after rs->tcp is final) or LISTEN, and from then on rs->tcp stays
  * until release().  So a caller that saw mode TCP (acquire) may use rs->tcp without lock_sock.
  */
+/* The wildcard address of its family. */
+static inline bool rs_addr_any(const struct sockaddr *a)
+{
+	if (a->sa_family == AF_INET6)
+		return ipv6_addr_any(&((const struct sockaddr_in6 *)a)->sin6_addr);
+	return ((const struct sockaddr_in *)a)->sin_addr.s_addr == htonl(INADDR_ANY);
+}
+
+/* A link-local IPv6 address: its scope (the interface) goes with it. */
+static inline bool rs_addr_ll6(const struct sockaddr *a)
+{
+	return a->sa_family == AF_INET6 &&
+	       (ipv6_addr_type(&((const struct sockaddr_in6 *)a)->sin6_addr) & IPV6_ADDR_LINKLOCAL);
+}
+
 static inline bool rs_is_tcp(const struct rs_sock *rs)
 {
 	/* Pairs with the release store in rs_tcp_connect_start(). */

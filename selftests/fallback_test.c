@@ -359,5 +359,71 @@ TEST_F(fb, unread_options_survive_fallback)
 	close(c);
 }
 
+/* IP and TCP options set before connect() are the TCP socket's: a fallback or a refusal keeps them. */
+static int set_opts(int fd, int af)
+{
+	int tos = 0x20;
+
+	if (af == AF_INET ? setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos)) :
+			    setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos)))
+		return -1;
+	return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "reno", 4);
+}
+
+static bool opts_kept(int fd, int af)
+{
+	char cc[16] = "";
+	socklen_t l = sizeof(int), cl = sizeof(cc);
+	int tos = 0;
+
+	if (af == AF_INET ? getsockopt(fd, IPPROTO_IP, IP_TOS, &tos, &l) :
+			    getsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, &l))
+		return false;
+	if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &cl))
+		return false;
+	if (tos != 0x20 || strcmp(cc, "reno"))
+		fprintf(stderr, "# tos %#x, congestion control %s\n", tos, cc);
+	return tos == 0x20 && !strcmp(cc, "reno");
+}
+
+TEST_F(fb, ip_and_tcp_options_survive_fallback_and_refusal)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int c, d, s, lfd, one = 1;
+
+	self->lfd = make_listener(CARRIER_TCP, variant->af, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
+	/* Falls back: the TCP connection has them. */
+	c = carrier_socket(CARRIER_IPPROTO, variant->af, SOCK_STREAM);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, set_opts(c, variant->af));
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
+	ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_TRUE(opts_kept(c, variant->af));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_EQ(0, exchange(c, s));
+	close(s);
+	close(c);
+	/* Refused (no fallback), then connected over RDMA: still there. */
+	d = carrier_socket(CARRIER_IPPROTO, variant->af, SOCK_STREAM);
+	ASSERT_LE(0, d);
+	ASSERT_EQ(0, set_opts(d, variant->af));
+	ASSERT_EQ(0, setsockopt(d, SOL_RDMASOCK, RDMASOCK_NO_FALLBACK, &one, sizeof(one)));
+	ASSERT_EQ(-1, connect(d, (struct sockaddr *)&self->ss, self->len));
+	ASSERT_EQ(ECONNREFUSED, errno);
+	ASSERT_TRUE(opts_kept(d, variant->af));
+	lfd = make_listener(CARRIER_RDMASOCK, variant->af, &ss, &len);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, connect(d, (struct sockaddr *)&ss, len)) TH_LOG("errno %d", errno);
+	ASSERT_TRUE(carried_as_expected(CARRIER_IPPROTO, d));
+	ASSERT_TRUE(opts_kept(d, variant->af));
+	s = accept(lfd, NULL, NULL);
+	ASSERT_EQ(0, exchange(d, s));
+	close(s);
+	close(lfd);
+	close(d);
+}
+
 #include "harness_main.h"
 RS_TEST_MAIN
