@@ -162,14 +162,18 @@ static bool rs_rx_wants_grow(struct rs_sock *rs, u32 queued)
 	return queued >= rs->rx.size / 2 && rs->rx.size < rs_ring_target(rs, rs->pd->device);
 }
 
-/* lock_sock held: offer the next ring size. */
+/*
+ * lock_sock held: offer the next ring size.  The peer's bytes filled half the ring when the work
+ * was queued; a reader that drained them while the work waited for lock_sock does not undo that
+ * (a reader that keeps up would leave the ring at 16 KiB, and its writer's stream with it).
+ */
 static void rs_rx_grow(struct rs_sock *rs)
 {
 	struct rs_ring next;
 	int err;
 
 	sock_owned_by_me(&rs->sk);
-	if (!rs_rx_wants_grow(rs, rs_rx_avail(rs)))
+	if (!rs_rx_wants_grow(rs, rs->rx.size))
 		return;
 	if (rs_ring_alloc(&next, rs->pd, rs_ring_target(rs, rs->pd->device), &rs->sk))
 		return;		/* no memory now: the next arrival tries again */
