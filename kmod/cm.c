@@ -261,6 +261,56 @@ static bool rs_no_rdma_path(const struct sockaddr *addr)
 }
 
 /*
+ * A new id for an attempt from a socket that has none.  *@bound: @src holds the address (and
+ * port, or none yet: IP_BIND_ADDRESS_NO_PORT) the attempt must start from, which the id is not
+ * bound to yet.  An error: no id, and in *@reason why.
+ */
+static struct rdma_cm_id *rs_cm_connect_id(struct rs_sock *rs, const struct sockaddr *addr,
+					   struct sockaddr_storage *src, bool *bound, int *reason)
+{
+	struct rdma_cm_id *id;
+	int err;
+
+	*reason = RDMASOCK_REASON_RESOURCE;
+	id = rs_cm_new_id(rs);
+	if (IS_ERR(id))
+		return id;
+	*bound = rs->tcp && kernel_getsockname(rs->tcp, (struct sockaddr *)src) >= 0 &&
+		 (inet_sk(rs->tcp->sk)->inet_num || !rs_addr_any((struct sockaddr *)src));
+	/*
+	 * A port TCP chose (rs_tcp_take_port(), or bind() to port 0) is the id's too, so TCP hands
+	 * none of our listeners a port our clients hold in rdma_cm's space.  If someone else holds
+	 * it there, rdma_cm chooses one on the same address (only a port the user chose must be
+	 * ours).
+	 */
+	if (!*bound || !(rs->port_auto || rs->port_taken) || rs_addr_ll6(addr))
+		return id;
+	*bound = false;
+	err = rs_id_bind(rs, id, (struct sockaddr *)src);
+	if (err == -EADDRINUSE || err == -EADDRNOTAVAIL) {
+		/*
+		 * -EADDRNOTAVAIL: no device has the address, or (for the wildcard, which needs
+		 * none, or once -EADDRINUSE said there is one) rdma_cm has no port left.
+		 */
+		if (err == -EADDRNOTAVAIL && !rs_addr_any((struct sockaddr *)src))
+			*reason = RDMASOCK_REASON_NO_DEVICE;
+		rdma_destroy_id(id);
+		id = rs_cm_new_id(rs);
+		if (IS_ERR(id))
+			return id;
+		rs_addr_set_port((struct sockaddr *)src, 0);
+		err = rs_id_bind(rs, id, (struct sockaddr *)src);
+	}
+	if (err) {
+		if (err != -ENOMEM && err != -EADDRNOTAVAIL)
+			*reason = RDMASOCK_REASON_NO_DEVICE;
+		rdma_destroy_id(id);
+		return ERR_PTR(err);
+	}
+	return id;
+}
+
+/*
  * Start an RDMA attempt: the user's connect() (rs_connect_start() reset everything of an earlier
  * one), or the retry after a busy listener's backoff (which keeps its count).  0: the attempt is
  * under way and its outcome comes to connect_work (rs_connect_done()).  Else no attempt was made:
@@ -283,41 +333,10 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, int *reaso
 	 */
 	id = rs->cm_id;
 	if (!id) {
-		id = rs_cm_new_id(rs);
-		if (IS_ERR(id)) {
-			*reason = RDMASOCK_REASON_RESOURCE;
+		id = rs_cm_connect_id(rs, addr, &src, &bound, reason);
+		if (IS_ERR(id))
 			return PTR_ERR(id);
-		}
-		/* A port, or an address without one yet (IP_BIND_ADDRESS_NO_PORT). */
-		bound = rs->tcp && kernel_getsockname(rs->tcp, (struct sockaddr *)&src) >= 0 &&
-			(inet_sk(rs->tcp->sk)->inet_num || !rs_addr_any((struct sockaddr *)&src));
-		/*
-		 * A port TCP chose (rs_tcp_take_port(), or bind() to port 0) is the id's too, so
-		 * TCP hands none of our listeners a port our clients hold in rdma_cm's space.  If
-		 * someone else holds it there, rdma_cm chooses one on the same address (only a port
-		 * the user chose must be ours); an address without a device fails resolution below.
-		 */
-		if (bound && (rs->port_auto || rs->port_taken) && !rs_addr_ll6(addr)) {
-			bound = false;
-			err = rs_id_bind(rs, id, (struct sockaddr *)&src);
-			if (err == -EADDRINUSE || err == -EADDRNOTAVAIL) {
-				rdma_destroy_id(id);
-				id = rs_cm_new_id(rs);
-				if (IS_ERR(id)) {
-					*reason = RDMASOCK_REASON_RESOURCE;
-					return PTR_ERR(id);
-				}
-				if (src.ss_family == AF_INET6)
-					((struct sockaddr_in6 *)&src)->sin6_port = 0;
-				else
-					((struct sockaddr_in *)&src)->sin_port = 0;
-				err = rs_id_bind(rs, id, (struct sockaddr *)&src);
-			}
-			if (err) {	/* no RDMA device has that address */
-				rdma_destroy_id(id);
-				return err;
-			}
-		}
+		*reason = RDMASOCK_REASON_NO_DEVICE;
 	}
 	memcpy(&rs->peer_addr, addr, min_t(int, len, sizeof(rs->peer_addr)));
 	rs->peer_addr_len = len;
@@ -389,10 +408,7 @@ static bool rs_cm_port_taken(struct rs_sock *rs)
 
 	if (kernel_getsockname(rs->tcp, (struct sockaddr *)&addr) < 0)
 		return false;
-	if (addr.ss_family == AF_INET)
-		((struct sockaddr_in *)&addr)->sin_port = 0;
-	else
-		((struct sockaddr_in6 *)&addr)->sin6_port = 0;
+	rs_addr_set_port((struct sockaddr *)&addr, 0);
 	id = rdma_create_id(sock_net(&rs->sk), rs_cm_probe_handler, NULL, RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(id))
 		return false;
@@ -476,15 +492,6 @@ struct rs_rp_group {
 static LIST_HEAD(rs_rp_groups);
 static DEFINE_MUTEX(rs_rp_mutex);
 
-static bool rs_addr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-	if (a->ss_family != b->ss_family)
-		return false;
-	if (a->ss_family == AF_INET)
-		return !memcmp(a, b, offsetof(struct sockaddr_in, sin_zero));
-	return !memcmp(a, b, sizeof(struct sockaddr_in6));
-}
-
 /* Join the group of @rs's address (made, and listening, for the first member); TCP-only if not. */
 void rs_rp_join(struct rs_sock *rs, int backlog)
 {
@@ -500,7 +507,8 @@ void rs_rp_join(struct rs_sock *rs, int backlog)
 	mutex_lock(&rs_rp_mutex);
 	list_for_each_entry(g, &rs_rp_groups, node)
 		if (net_eq(g->net, net) && g->bound_dev_if == rs->tcp->sk->sk_bound_dev_if &&
-		    g->v6only == ipv6_only_sock(rs->tcp->sk) && rs_addr_equal(&g->addr, &addr))
+		    g->v6only == ipv6_only_sock(rs->tcp->sk) &&
+		    rs_addr_equal((struct sockaddr *)&g->addr, (struct sockaddr *)&addr))
 			goto join;
 	g = kzalloc(sizeof(*g), GFP_KERNEL);
 	if (!g)

@@ -581,14 +581,17 @@ void rs_tcp_take_port(struct rs_sock *rs)
  */
 void rs_tcp_give_port(struct rs_sock *rs)
 {
-	struct sock *tsk = rs->tcp->sk;
+	struct sock *tsk;
 
 	sock_owned_by_me(&rs->sk);
+	rs->port_taken = false;
+	if (!rs->tcp)
+		return;
+	tsk = rs->tcp->sk;
 	lock_sock(tsk);
 	if (inet_csk(tsk)->icsk_bind_hash && !(tsk->sk_userlocks & SOCK_BINDPORT_LOCK))
 		inet_put_port(tsk);
 	release_sock(tsk);
-	rs->port_taken = false;
 }
 
 /*
@@ -652,18 +655,6 @@ struct rs_neg_entry {
 static struct rs_neg_entry rs_neg_cache[RS_NEG_CACHE_SIZE];
 static unsigned int rs_neg_next;
 static DEFINE_SPINLOCK(rs_neg_lock);
-
-static bool rs_addr_equal(const struct sockaddr *a, const struct sockaddr *b)
-{
-	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)b;
-	const struct sockaddr_in6 *a6 = (const void *)a, *b6 = (const void *)b;
-
-	if (a->sa_family != b->sa_family)
-		return false;
-	if (a->sa_family == AF_INET)
-		return a4->sin_port == b4->sin_port && a4->sin_addr.s_addr == b4->sin_addr.s_addr;
-	return a6->sin6_port == b6->sin6_port && ipv6_addr_equal(&a6->sin6_addr, &b6->sin6_addr);
-}
 
 static size_t rs_addr_len(const struct sockaddr *a)
 {

@@ -317,12 +317,6 @@ static inline int rs_inet_family(const struct rs_sock *rs)
 	return rs->sk.sk_family == AF_INET || rs->sk.sk_family == AF_INET6 ? rs->sk.sk_family : 0;
 }
 
-/* Is the socket's carrier TCP, for good (rs_carrier())? */
-/*
- * rs->tcp is set and replaced only under lock_sock and only while the mode is NONE; the mode
- * becomes TCP (a release store, after rs->tcp is final) or LISTEN, and from then on rs->tcp stays
- * until release().  So a caller that saw mode TCP (acquire) may use rs->tcp without lock_sock.
- */
 /* The wildcard address of its family. */
 static inline bool rs_addr_any(const struct sockaddr *a)
 {
@@ -338,6 +332,35 @@ static inline bool rs_addr_ll6(const struct sockaddr *a)
 	       (ipv6_addr_type(&((const struct sockaddr_in6 *)a)->sin6_addr) & IPV6_ADDR_LINKLOCAL);
 }
 
+/* Set the port of an AF_INET or AF_INET6 address (network order). */
+static inline void rs_addr_set_port(struct sockaddr *a, __be16 port)
+{
+	if (a->sa_family == AF_INET6)
+		((struct sockaddr_in6 *)a)->sin6_port = port;
+	else
+		((struct sockaddr_in *)a)->sin_port = port;
+}
+
+/* Same family, address and port (and, for IPv6, scope). */
+static inline bool rs_addr_equal(const struct sockaddr *a, const struct sockaddr *b)
+{
+	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)b;
+	const struct sockaddr_in6 *a6 = (const void *)a, *b6 = (const void *)b;
+
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return a4->sin_port == b4->sin_port && a4->sin_addr.s_addr == b4->sin_addr.s_addr;
+	return a6->sin6_port == b6->sin6_port && a6->sin6_scope_id == b6->sin6_scope_id &&
+	       ipv6_addr_equal(&a6->sin6_addr, &b6->sin6_addr);
+}
+
+/* Is the socket's carrier TCP, for good (rs_carrier())? */
+/*
+ * rs->tcp is set and replaced only under lock_sock and only while the mode is NONE; the mode
+ * becomes TCP (a release store, after rs->tcp is final) or LISTEN, and from then on rs->tcp stays
+ * until release().  So a caller that saw mode TCP (acquire) may use rs->tcp without lock_sock.
+ */
 static inline bool rs_is_tcp(const struct rs_sock *rs)
 {
 	/* Pairs with the release store in rs_tcp_connect_start(). */

@@ -326,10 +326,7 @@ static int rs_resume_try(struct rs_sock *rs, u8 *status)
 	tcp->sk->sk_uid = rs->sk.sk_uid;
 	/* From the connection's own address, which the server checks (any port). */
 	src = rs->local_addr;
-	if (src.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&src)->sin6_port = 0;
-	else
-		((struct sockaddr_in *)&src)->sin_port = 0;
+	rs_addr_set_port((struct sockaddr *)&src, 0);
 	if (src.ss_family == dst.ss_family)
 		kernel_bind(tcp, (struct sockaddr *)&src, len);	/* (else the route's choice) */
 	rs_resume_timeouts(tcp, rs->resume_deadline);

@@ -189,6 +189,35 @@ TEST_F(fb, no_fallback_gives_the_real_error)
 }
 
 /*
+ * @fd connects to a new rdmasock listener of family @af, rides as @carrier should, and carries
+ * bytes both ways: 0, or -1 (said why on stderr).
+ */
+static int connect_and_exchange(int fd, int carrier, int af)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int lfd, s, err = -1;
+
+	lfd = make_listener(CARRIER_RDMASOCK, af, &ss, &len);
+	if (lfd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&ss, len)) {
+		fprintf(stderr, "# connect: errno %d\n", errno);
+		goto out;
+	}
+	if (!carried_as_expected(carrier, fd))
+		goto out;
+	s = accept(lfd, NULL, NULL);
+	if (s >= 0) {
+		err = exchange(fd, s);
+		close(s);
+	}
+out:
+	close(lfd);
+	return err;
+}
+
+/*
  * A refused attempt leaves no port behind, as TCP's failed connect() gives its port back: the
  * socket connects again, to the other family too (an AF_RDMASOCK socket takes its address's), or
  * binds, and then rides RDMA.
@@ -196,9 +225,9 @@ TEST_F(fb, no_fallback_gives_the_real_error)
 TEST_F(fb, no_fallback_refusal_leaves_no_port)
 {
 	int other = variant->af == AF_INET ? AF_INET6 : AF_INET;
-	struct sockaddr_storage ss, b;
-	socklen_t len, bl;
-	int c[2], s, lfd, one = 1;
+	struct sockaddr_storage b;
+	socklen_t bl;
+	int c[2], one = 1;
 
 	self->lfd = make_listener(CARRIER_TCP, variant->af, &self->ss, &self->len);
 	ASSERT_LE(0, self->lfd);
@@ -210,25 +239,11 @@ TEST_F(fb, no_fallback_refusal_leaves_no_port)
 		ASSERT_EQ(ECONNREFUSED, errno);
 	}
 	/* 0: to the other family. */
-	lfd = make_listener(CARRIER_RDMASOCK, other, &ss, &len);
-	ASSERT_LE(0, lfd);
-	ASSERT_EQ(0, connect(c[0], (struct sockaddr *)&ss, len)) TH_LOG("errno %d", errno);
-	ASSERT_TRUE(carried_as_expected(CARRIER_RDMASOCK, c[0]));
-	s = accept(lfd, NULL, NULL);
-	ASSERT_EQ(0, exchange(c[0], s));
-	close(s);
-	close(lfd);
+	ASSERT_EQ(0, connect_and_exchange(c[0], CARRIER_RDMASOCK, other));
 	/* 1: bound first, to a port of TCP's choice. */
-	lfd = make_listener(CARRIER_RDMASOCK, variant->af, &ss, &len);
-	ASSERT_LE(0, lfd);
 	bl = host_addr(variant->af, &b, 0);
 	ASSERT_EQ(0, bind(c[1], (struct sockaddr *)&b, bl)) TH_LOG("errno %d", errno);
-	ASSERT_EQ(0, connect(c[1], (struct sockaddr *)&ss, len)) TH_LOG("errno %d", errno);
-	ASSERT_TRUE(carried_as_expected(CARRIER_RDMASOCK, c[1]));
-	s = accept(lfd, NULL, NULL);
-	ASSERT_EQ(0, exchange(c[1], s));
-	close(s);
-	close(lfd);
+	ASSERT_EQ(0, connect_and_exchange(c[1], CARRIER_RDMASOCK, variant->af));
 	close(c[0]);
 	close(c[1]);
 }
@@ -381,6 +396,7 @@ static bool opts_kept(int fd, int af)
 		return false;
 	if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &cl))
 		return false;
+	tos &= ~3;	/* (the ECN bits are TCP's, if net.ipv4.tcp_ecn is on) */
 	if (tos != 0x20 || strcmp(cc, "reno"))
 		fprintf(stderr, "# tos %#x, congestion control %s\n", tos, cc);
 	return tos == 0x20 && !strcmp(cc, "reno");
@@ -388,8 +404,8 @@ static bool opts_kept(int fd, int af)
 
 TEST_F(fb, ip_and_tcp_options_survive_fallback_and_refusal)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
+	struct sockaddr_storage ss, b;
+	socklen_t len, bl;
 	int c, d, s, lfd, one = 1;
 
 	self->lfd = make_listener(CARRIER_TCP, variant->af, &self->ss, &self->len);
@@ -400,28 +416,33 @@ TEST_F(fb, ip_and_tcp_options_survive_fallback_and_refusal)
 	ASSERT_EQ(0, set_opts(c, variant->af));
 	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
 	ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(c, RDMASOCK_MODE));
+	/* (An attempt was made: not a negative-cache hit.) */
+	ASSERT_EQ(RDMASOCK_REASON_PEER_REJECT, rs_getint(c, RDMASOCK_FALLBACK_REASON));
 	ASSERT_TRUE(opts_kept(c, variant->af));
 	s = accept(self->lfd, NULL, NULL);
 	ASSERT_EQ(0, exchange(c, s));
 	close(s);
 	close(c);
-	/* Refused (no fallback), then connected over RDMA: still there. */
+	/*
+	 * Refused (no fallback) by a TCP listener not seen before (so an attempt is made, and a port
+	 * taken), then connected over RDMA: still there.
+	 */
+	lfd = make_listener(CARRIER_TCP, variant->af, &ss, &len);
+	ASSERT_LE(0, lfd);
 	d = carrier_socket(CARRIER_IPPROTO, variant->af, SOCK_STREAM);
 	ASSERT_LE(0, d);
 	ASSERT_EQ(0, set_opts(d, variant->af));
 	ASSERT_EQ(0, setsockopt(d, SOL_RDMASOCK, RDMASOCK_NO_FALLBACK, &one, sizeof(one)));
-	ASSERT_EQ(-1, connect(d, (struct sockaddr *)&self->ss, self->len));
+	ASSERT_EQ(-1, connect(d, (struct sockaddr *)&ss, len));
 	ASSERT_EQ(ECONNREFUSED, errno);
-	ASSERT_TRUE(opts_kept(d, variant->af));
-	lfd = make_listener(CARRIER_RDMASOCK, variant->af, &ss, &len);
-	ASSERT_LE(0, lfd);
-	ASSERT_EQ(0, connect(d, (struct sockaddr *)&ss, len)) TH_LOG("errno %d", errno);
-	ASSERT_TRUE(carried_as_expected(CARRIER_IPPROTO, d));
-	ASSERT_TRUE(opts_kept(d, variant->af));
-	s = accept(lfd, NULL, NULL);
-	ASSERT_EQ(0, exchange(d, s));
-	close(s);
+	ASSERT_EQ(RDMASOCK_REASON_PEER_REJECT, rs_getint(d, RDMASOCK_FALLBACK_REASON));
 	close(lfd);
+	ASSERT_TRUE(opts_kept(d, variant->af));
+	/* The port went back with the attempt: the socket binds, as TCP's would. */
+	bl = host_addr(variant->af, &b, 0);
+	ASSERT_EQ(0, bind(d, (struct sockaddr *)&b, bl)) TH_LOG("errno %d", errno);
+	ASSERT_EQ(0, connect_and_exchange(d, CARRIER_IPPROTO, variant->af));
+	ASSERT_TRUE(opts_kept(d, variant->af));
 	close(d);
 }
 
