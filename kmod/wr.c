@@ -27,11 +27,16 @@
 /*
  * Queue depths just under a power of two: providers round queues up to one (rxe: slots for the
  * WRs asked, our drain marker and one it keeps empty; the CQ likewise for both queues' WRs and the
- * markers), so 128 WRs each way cost queues of 256 slots and a CQ of 512 entries; 124 cost 128,
- * 128 and 256: kernel memory per idle connection end 270 -> 154 KiB on rxe (docs/performance.md).
+ * markers), so 32 WRs each way would cost queues of 64 slots and a CQ of 128 entries; 28 cost 32,
+ * 32 and 64.  Each slot costs memory for the connection's life (rxe: 512 bytes of send queue with
+ * our inline size), and few are needed: a WR carries all the staged bytes the peer's ring has room
+ * for, so while the send queue is full the staging ring coalesces what is written.  28 rather than
+ * 124: kernel memory per idle connection end 160 -> 74 KiB on rxe, set-up rate and streams no
+ * worse (docs/performance.md).  Never below RS_SIGNAL_EVERY + RS_SQ_CTRL_RESERVE: a full queue
+ * must hold a signaled WR.
  */
-#define RS_SQ_DEPTH		124
-#define RS_RQ_DEPTH		124
+#define RS_SQ_DEPTH		28
+#define RS_RQ_DEPTH		28
 #define RS_SIGNAL_EVERY		16
 #define RS_MAX_INLINE		256
 
@@ -246,6 +251,7 @@ int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id,
 	unsigned int i;
 	int err;
 
+	BUILD_BUG_ON(RS_SIGNAL_EVERY + RS_SQ_CTRL_RESERVE > RS_SQ_DEPTH);
 	rs->sq_depth = RS_SQ_DEPTH;
 	rs->rq_depth = RS_RQ_DEPTH;
 	rs->txc = kcalloc(rs->sq_depth, sizeof(*rs->txc), GFP_KERNEL);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # A/B two builds of the module in one VM, so that both see the same host: loads OLD.ko and NEW.ko in
-# turn, ROUNDS times, and runs the 64-byte ping-pong (blocking and busy-poll) with each, or with
-# AB_BENCH=conns 1,000 connections at once (memory per end) and the connection rate.  Inside:
+# turn, ROUNDS times, and runs the ping-pong (blocking and busy-poll; AB_SIZE bytes, 64) with each,
+# or with AB_BENCH=conns 1,000 connections at once (memory per end) and the connection rate, or
+# with AB_BENCH=stream 2 s streams of 64 KiB and 4 KiB writes.  Inside:
 #   selftests/vm/run --mem 2048 -- selftests/bench/ab-modules.sh OLD.ko NEW.ko [ROUNDS]
 # (copy the old build's rdmasock.ko aside before rebuilding: build/ is shared with the VM).
 set -u
@@ -24,11 +25,15 @@ for ((r = 1; r <= rounds; r++)); do
 		case ${AB_BENCH:-pingpong} in
 		pingpong)
 			for c in rdma rdma-busy; do
-				echo "$m $($b pingpong $c 64 2000)"
+				echo "$m $($b pingpong $c "${AB_SIZE:-64}" 2000)"
 			done ;;
 		conns)	# memory per connection end, set-up rate, time to first byte
 			echo "$m $($b conns rdma 1000)"
 			echo "$m $($b connrate rdma 100)" ;;
+		stream)
+			for size in 65536 4096; do
+				echo "$m $($b stream rdma $size 2)"
+			done ;;
 		esac
 	done
 done
