@@ -583,6 +583,9 @@ static int rs_listen(struct socket *sock, int backlog)
 	} else if (!cm_err && !rs_cm_bind_listener(rs)) {
 		rs_cm_listen(rs, backlog);
 	}
+	/* Our clients of this port ride RDMA from now on, not the negative cache's TCP. */
+	if (!cm_err)
+		rs_neg_cache_forget_port(sock_net(sk), inet_sk(rs->tcp->sk)->inet_sport);
 out:
 	release_sock(sk);
 	return err;

@@ -678,6 +678,30 @@ bool rs_neg_cache_hit(const struct net *net, const struct sockaddr *addr)
 	return hit;
 }
 
+/*
+ * A listener of ours on @port (network order) in @net: forget every cached destination of that
+ * port.  One may be this host's, cached from a REJ before the listener existed (a port another
+ * socket had, perhaps over TCP only), and would send the listener's own host's clients to TCP for
+ * the rest of its life.  Another host's entries of that port go too: it costs them one attempt.
+ */
+void rs_neg_cache_forget_port(const struct net *net, __be16 port)
+{
+	u64 cookie = READ_ONCE(net->net_cookie);
+	unsigned int i;
+
+	spin_lock_bh(&rs_neg_lock);
+	for (i = 0; i < RS_NEG_CACHE_SIZE; i++) {
+		struct rs_neg_entry *e = &rs_neg_cache[i];
+		__be16 p = e->addr.ss_family == AF_INET6 ?
+			   ((struct sockaddr_in6 *)&e->addr)->sin6_port :
+			   ((struct sockaddr_in *)&e->addr)->sin_port;
+
+		if (e->expires && e->net_cookie == cookie && p == port)
+			e->expires = 0;
+	}
+	spin_unlock_bh(&rs_neg_lock);
+}
+
 void rs_neg_cache_add(const struct net *net, const struct sockaddr *addr)
 {
 	struct rs_neg_entry *e;

@@ -25,6 +25,7 @@ void rs_sol_inherit(struct rs_sock *child, const struct rs_sock *listener);
 void rs_sol_seed_tcp_child(struct rs_sock *child, struct sock *tsk);
 bool rs_neg_cache_hit(const struct net *net, const struct sockaddr *addr);
 void rs_neg_cache_add(const struct net *net, const struct sockaddr *addr);
+void rs_neg_cache_forget_port(const struct net *net, __be16 port);
 void rs_neg_cache_exit(void);
 
 #endif /* RDMASOCK_FALLBACK_H */

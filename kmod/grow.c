@@ -178,10 +178,13 @@ static void rs_rx_grow(struct rs_sock *rs)
 	if (rs_ring_alloc(&next, rs->pd, rs_ring_target(rs, rs->pd->device), &rs->sk))
 		return;		/* no memory now: the next arrival tries again */
 	err = rs_post_resize(rs, &next);
-	if (err == -ENOBUFS || err == -EBUSY)
-		rs_ring_release(rs, &next);	/* nothing posted: the next arrival tries again */
-	else if (err)
+	if (err == -ENOBUFS || err == -EBUSY) {
+		/* Nothing posted: the next send completion tries again, or the next arrival. */
+		rs_ring_release(rs, &next);
+		set_bit(RS_F_GROW_DUE, &rs->flags);
+	} else if (err) {
 		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: it is gone */
+	}
 }
 
 /*
@@ -214,6 +217,20 @@ void rs_rx_grow_soon(struct rs_sock *rs, u32 queued)
 {
 	/* Not for a closed socket: nobody reads, and an orphan must finish, not post more. */
 	if (sock_flag(&rs->sk, SOCK_DEAD) || !rs_rx_wants_grow(rs, queued))
+		return;
+	sock_hold(&rs->sk);
+	if (!queue_work(rs_wq, &rs->grow_work))
+		sock_put(&rs->sk);
+}
+
+/*
+ * softirq, a send completion: a RESIZE that found the send queue full (rs_rx_grow()) goes again.
+ * The ring's fill decided it then; if nothing arrives any more (both ends writing first, their
+ * rings full), nothing else would.
+ */
+void rs_rx_grow_retry(struct rs_sock *rs)
+{
+	if (sock_flag(&rs->sk, SOCK_DEAD) || !rs_rx_wants_grow(rs, rs->rx.size))
 		return;
 	sock_hold(&rs->sk);
 	if (!queue_work(rs_wq, &rs->grow_work))

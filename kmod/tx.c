@@ -96,8 +96,11 @@ void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	spin_unlock(&rs->lock);
 	if (fence_err)
 		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: it is gone */
-	if (uncork || fenced)
+	/* (A full queue holds a signaled WR: a push that found it full always gets this call.) */
+	if (test_and_clear_bit(RS_F_PUSH_DUE, &rs->flags) || uncork || fenced)
 		rs_tx_push(rs);
+	if (!test_bit(RS_F_SQ_FENCE, &rs->flags) && test_and_clear_bit(RS_F_GROW_DUE, &rs->flags))
+		rs_rx_grow_retry(rs);
 	if (fenced || test_and_clear_bit(RS_F_ANNOUNCE_DUE, &rs->flags))
 		rs_rx_announce(rs, true);	/* a report the fence or a full SQ held back */
 	if (test_and_clear_bit(RS_F_WANT_DUE, &rs->flags))
@@ -192,8 +195,10 @@ void rs_tx_push(struct rs_sock *rs)
 	 * A full send queue: try again shortly.  Behind a fence there is no need: the completion
 	 * that lifts it (under rs->lock, so after this test) pushes (rs_send_done).
 	 */
-	if (err == -ENOBUFS && !test_bit(RS_F_SQ_FENCE, &rs->flags))
+	if (err == -ENOBUFS && !test_bit(RS_F_SQ_FENCE, &rs->flags)) {
+		set_bit(RS_F_PUSH_DUE, &rs->flags);	/* the completion that frees a slot */
 		mod_delayed_work(rs_wq, &rs->push_work, 1);
+	}
 	spin_unlock_bh(&rs->lock);
 }
 

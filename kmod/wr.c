@@ -27,16 +27,18 @@
 /*
  * Queue depths just under a power of two: providers round queues up to one (rxe: slots for the
  * WRs asked, our drain marker and one it keeps empty; the CQ likewise for both queues' WRs and the
- * markers), so 32 WRs each way would cost queues of 64 slots and a CQ of 128 entries; 28 cost 32,
- * 32 and 64.  Each slot costs memory for the connection's life (rxe: 512 bytes of send queue with
- * our inline size), and few are needed: a WR carries all the staged bytes the peer's ring has room
- * for, so while the send queue is full the staging ring coalesces what is written.  28 rather than
- * 124: kernel memory per idle connection end 160 -> 74 KiB on rxe, set-up rate and streams no
- * worse (docs/performance.md).  Never below RS_SIGNAL_EVERY + RS_SQ_CTRL_RESERVE: a full queue
- * must hold a signaled WR.
+ * markers), so 32 send WRs would cost a queue of 64 slots; 28 cost 32.  Each slot costs memory for
+ * the connection's life (rxe: 512 bytes of send queue with our inline size), and few are needed:
+ * a WR carries all the staged bytes the peer's ring has room for, so while the send queue is full
+ * the staging ring coalesces what is written.  28 rather than 124: kernel memory per idle
+ * connection end 160 -> 74 KiB on rxe, set-up rate and streams no worse (docs/performance.md).
+ * Never below RS_SIGNAL_EVERY + RS_SQ_CTRL_RESERVE: a full queue must hold a signaled WR.  The
+ * receive queue is deeper (its slots are 64 bytes on rxe; the CQ has 128 entries for both): the
+ * peer's retired WRs are not yet reposted receives here, and a peer of an older version sends
+ * up to 124.
  */
 #define RS_SQ_DEPTH		28
-#define RS_RQ_DEPTH		28
+#define RS_RQ_DEPTH		60
 #define RS_SIGNAL_EVERY		16
 #define RS_MAX_INLINE		256
 

@@ -77,6 +77,40 @@ TEST_F(fb, rdmasock_client_plain_tcp_server)
 	close(s);
 }
 
+/*
+ * A port the negative cache holds (its plain TCP listener refused RDMA) gets an rdmasock listener
+ * of this host: its clients ride RDMA at once, not TCP for the rest of the entry's 10 s.
+ */
+TEST_F(fb, new_listener_on_a_cached_port_gets_rdma_clients)
+{
+	int c, s, one = 1;
+
+	self->lfd = make_listener(CARRIER_TCP, variant->af, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
+	c = rs_socket();
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
+	ASSERT_EQ(RDMASOCK_REASON_PEER_REJECT, rs_getint(c, RDMASOCK_FALLBACK_REASON));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_EQ(0, exchange(c, s));
+	close(c);
+	close(s);
+	close(self->lfd);
+	/* The same port, now ours (SO_REUSEADDR: the closed connection's TIME_WAIT holds it). */
+	self->lfd = carrier_socket(CARRIER_RDMASOCK, variant->af, SOCK_STREAM);
+	ASSERT_LE(0, self->lfd);
+	ASSERT_EQ(0, setsockopt(self->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	ASSERT_EQ(0, bind(self->lfd, (struct sockaddr *)&self->ss, self->len)) TH_LOG("%d", errno);
+	ASSERT_EQ(0, listen(self->lfd, 4));
+	c = rs_socket();
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
+	ASSERT_TRUE(carried_as_expected(CARRIER_RDMASOCK, c));
+	ASSERT_EQ(RDMASOCK_REASON_NONE, rs_getint(c, RDMASOCK_FALLBACK_REASON));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_EQ(0, exchange(c, s));
+	close(c);
+	close(s);
+}
+
 TEST_F(fb, plain_tcp_client_rdmasock_server)
 {
 	int c, s;
