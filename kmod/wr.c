@@ -31,7 +31,8 @@
  * the connection's life (rxe: 512 bytes of send queue with our inline size), and few are needed:
  * a WR carries all the staged bytes the peer's ring has room for, so while the send queue is full
  * the staging ring coalesces what is written.  28 rather than 124: kernel memory per idle
- * connection end 160 -> 74 KiB on rxe, set-up rate and streams no worse (docs/performance.md).
+ * connection end 160 -> 94 KiB on rxe with the receive queue below, set-up rate and streams no
+ * worse (docs/performance.md).
  * Never below RS_SIGNAL_EVERY + RS_SQ_CTRL_RESERVE: a full queue must hold a signaled WR.  The
  * receive queue is deeper (its slots are 64 bytes on rxe; the CQ has 128 entries for both): the
  * peer's retired WRs are not yet reposted receives here, and a peer of an older version sends
