@@ -393,7 +393,7 @@ static int rs_bind(struct socket *sock, struct sockaddr *addr, int len)
 	if (!err)
 		err = kernel_bind(rs->tcp, addr, len);
 	if (!err)	/* (rs_check_addr() checked the length: the port is there) */
-		rs->port_auto = !((struct sockaddr_in *)addr)->sin_port;
+		rs->port_auto = !rs_addr_port(addr);
 	/*
 	 * Not for SO_REUSEPORT: the port's one rdma_cm listener is its group's, made at listen.
 	 * Nor without a port yet (IP_BIND_ADDRESS_NO_PORT): the id takes TCP's once TCP has one.
@@ -579,11 +579,17 @@ static int rs_listen(struct socket *sock, int backlog)
 	if (!cm_err && sk->sk_reuseport) {
 		/* One rdma_cm listener for the port, the group's (cm.c), not ours. */
 		rs_cm_id_drop(rs);
-		rs_rp_join(rs, backlog);
-	} else if (!cm_err && !rs_cm_bind_listener(rs)) {
-		rs_cm_listen(rs, backlog);
+		cm_err = rs_rp_join(rs, backlog);
+	} else if (!cm_err) {
+		cm_err = rs_cm_bind_listener(rs);
+		if (!cm_err)
+			cm_err = rs_cm_listen(rs, backlog);
 	}
-	/* Our clients of this port ride RDMA from now on, not the negative cache's TCP. */
+	/*
+	 * An RDMA listener now serves this port: this namespace's clients of it ride RDMA from now
+	 * on, not the negative cache's TCP.  (Only then: a TCP-only listener's clients would pay
+	 * one refused attempt each.)
+	 */
 	if (!cm_err)
 		rs_neg_cache_forget_port(sock_net(sk), inet_sk(rs->tcp->sk)->inet_sport);
 out:

@@ -492,8 +492,11 @@ struct rs_rp_group {
 static LIST_HEAD(rs_rp_groups);
 static DEFINE_MUTEX(rs_rp_mutex);
 
-/* Join the group of @rs's address (made, and listening, for the first member); TCP-only if not. */
-void rs_rp_join(struct rs_sock *rs, int backlog)
+/*
+ * Join the group of @rs's address (made, and listening, for the first member): 0 once @rs is a
+ * member of a listening group; else an error, and @rs serves TCP only.
+ */
+int rs_rp_join(struct rs_sock *rs, int backlog)
 {
 	struct net *net = sock_net(&rs->sk);
 	struct sockaddr_storage addr = {};
@@ -502,8 +505,10 @@ void rs_rp_join(struct rs_sock *rs, int backlog)
 	int err;
 
 	lockdep_assert_held(&rs->sk.sk_lock);
-	if (kernel_getsockname(rs->tcp, (struct sockaddr *)&addr) < 0)
-		return;
+	err = kernel_getsockname(rs->tcp, (struct sockaddr *)&addr);
+	if (err < 0)
+		return err;
+	err = -ENOMEM;
 	mutex_lock(&rs_rp_mutex);
 	list_for_each_entry(g, &rs_rp_groups, node)
 		if (net_eq(g->net, net) && g->bound_dev_if == rs->tcp->sk->sk_bound_dev_if &&
@@ -549,8 +554,10 @@ join:
 	list_add_tail(&rs->rp_node, &g->members);
 	rs->rp_group = g;
 	up_write(&g->members_sem);
+	err = 0;
 out:
 	mutex_unlock(&rs_rp_mutex);
+	return err;
 }
 
 /* A member stops listening: out of its group, no request picks it again; the last ends it. */

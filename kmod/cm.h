@@ -12,6 +12,6 @@ void rs_cm_id_drop(struct rs_sock *rs);
 int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, int *reason);
 struct rs_sock *rs_cm_accept_ready(struct rs_sock *listener);
 void rs_cm_listener_close(struct rs_sock *rs);
-void rs_rp_join(struct rs_sock *rs, int backlog);
+int rs_rp_join(struct rs_sock *rs, int backlog);
 
 #endif /* RDMASOCK_CM_H */

@@ -679,10 +679,12 @@ bool rs_neg_cache_hit(const struct net *net, const struct sockaddr *addr)
 }
 
 /*
- * A listener of ours on @port (network order) in @net: forget every cached destination of that
- * port.  One may be this host's, cached from a REJ before the listener existed (a port another
- * socket had, perhaps over TCP only), and would send the listener's own host's clients to TCP for
- * the rest of its life.  Another host's entries of that port go too: it costs them one attempt.
+ * An RDMA listener of ours on @port (network order) in @net: forget every cached destination of
+ * that port in @net.  One may be this host's, cached from a REJ before the listener existed (a port
+ * another socket had, perhaps over TCP only), and would send the listener's own host's clients to
+ * TCP for the rest of its life.  Another host's entries of that port go too: it costs them one
+ * attempt.  Other namespaces keep theirs until they expire, as another host's clients do: we
+ * cannot tell which of their entries name this host.
  */
 void rs_neg_cache_forget_port(const struct net *net, __be16 port)
 {
@@ -692,11 +694,9 @@ void rs_neg_cache_forget_port(const struct net *net, __be16 port)
 	spin_lock_bh(&rs_neg_lock);
 	for (i = 0; i < RS_NEG_CACHE_SIZE; i++) {
 		struct rs_neg_entry *e = &rs_neg_cache[i];
-		__be16 p = e->addr.ss_family == AF_INET6 ?
-			   ((struct sockaddr_in6 *)&e->addr)->sin6_port :
-			   ((struct sockaddr_in *)&e->addr)->sin_port;
 
-		if (e->expires && e->net_cookie == cookie && p == port)
+		if (e->expires && e->net_cookie == cookie &&
+		    rs_addr_port((struct sockaddr *)&e->addr) == port)
 			e->expires = 0;
 	}
 	spin_unlock_bh(&rs_neg_lock);

@@ -145,17 +145,40 @@ static int rs_post_resize(struct rs_sock *rs, struct rs_ring *next)
 	if (err == -ENOBUFS || err == -EBUSY) {
 		memset(&rs->rx_next, 0, sizeof(rs->rx_next));
 		clear_bit(RS_F_RX_GROWING, &rs->flags);
+		rs_ctrl_defer(rs, RS_F_GROW_DUE, err);	/* under the lock the completion takes */
 	}
 	spin_unlock_bh(&rs->lock);
 	return err;
 }
 
-/* The peer's @queued bytes fill half the ring or more, and it may grow: RESIZE would help. */
+/*
+ * Can a RESIZE be posted now?  If not (another fence is up, or the send queue is full), the send
+ * completion that ends it tries again (RS_F_GROW_DUE): a full queue holds a signaled WR, a fence a
+ * signaled KEEPALIVE.  Asked before the ring is allocated, so a queue that stays full costs no
+ * allocation per completion.
+ */
+static bool rs_rx_grow_can_post(struct rs_sock *rs)
+{
+	bool fence, room;
+
+	spin_lock_bh(&rs->lock);
+	fence = test_bit(RS_F_SQ_FENCE, &rs->flags);
+	room = rs_sq_room(rs, true);
+	if (fence || !room)
+		rs_ctrl_defer(rs, RS_F_GROW_DUE, fence ? -EBUSY : -ENOBUFS);
+	spin_unlock_bh(&rs->lock);
+	return !fence && room;
+}
+
+/*
+ * The peer's @queued bytes fill half the ring or more, and it may grow: RESIZE would help.  Not
+ * while a send completion is due to try again (RS_F_GROW_DUE): it clears the flag first.
+ */
 static bool rs_rx_wants_grow(struct rs_sock *rs, u32 queued)
 {
 	if (!READ_ONCE(rs_grow) || !test_bit(RS_F_PEER_GROWS, &rs->flags) ||
 	    !test_bit(RS_F_CM_EST, &rs->flags) || test_bit(RS_F_RX_GROWING, &rs->flags) ||
-	    test_bit(RS_F_SQ_FENCE, &rs->flags) ||
+	    test_bit(RS_F_GROW_DUE, &rs->flags) ||
 	    test_bit(RS_F_ABORTED, &rs->flags) || test_bit(RS_F_PEER_FIN, &rs->flags) ||
 	    test_bit(RS_F_DYING, &rs->flags) || !rs->pd)
 		return false;
@@ -173,15 +196,14 @@ static void rs_rx_grow(struct rs_sock *rs)
 	int err;
 
 	sock_owned_by_me(&rs->sk);
-	if (!rs_rx_wants_grow(rs, rs->rx.size))
+	if (!rs_rx_wants_grow(rs, rs->rx.size) || !rs_rx_grow_can_post(rs))
 		return;
 	if (rs_ring_alloc(&next, rs->pd, rs_ring_target(rs, rs->pd->device), &rs->sk))
 		return;		/* no memory now: the next arrival tries again */
 	err = rs_post_resize(rs, &next);
 	if (err == -ENOBUFS || err == -EBUSY) {
-		/* Nothing posted: the next send completion tries again, or the next arrival. */
+		/* Nothing posted: the next send completion tries again (rs_post_resize). */
 		rs_ring_release(rs, &next);
-		set_bit(RS_F_GROW_DUE, &rs->flags);
 	} else if (err) {
 		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: it is gone */
 	}
@@ -212,25 +234,14 @@ void rs_grow_init(struct rs_sock *rs)
  * the data path takes the lock once): grow when the peer's bytes fill half the ring.  Not only when
  * someone reads: a writer that fills the ring before the reader reads (both ends writing a large
  * message first, as TCP's buffers allow) needs the ring SO_RCVBUF promised, or the two deadlock.
+ * Also a send completion, for a RESIZE the fence or a full send queue held back (RS_F_GROW_DUE),
+ * with @queued the ring's size: the fill decided it then, and if both rings are full nothing
+ * arrives any more to decide it again.
  */
 void rs_rx_grow_soon(struct rs_sock *rs, u32 queued)
 {
 	/* Not for a closed socket: nobody reads, and an orphan must finish, not post more. */
 	if (sock_flag(&rs->sk, SOCK_DEAD) || !rs_rx_wants_grow(rs, queued))
-		return;
-	sock_hold(&rs->sk);
-	if (!queue_work(rs_wq, &rs->grow_work))
-		sock_put(&rs->sk);
-}
-
-/*
- * softirq, a send completion: a RESIZE that found the send queue full (rs_rx_grow()) goes again.
- * The ring's fill decided it then; if nothing arrives any more (both ends writing first, their
- * rings full), nothing else would.
- */
-void rs_rx_grow_retry(struct rs_sock *rs)
-{
-	if (sock_flag(&rs->sk, SOCK_DEAD) || !rs_rx_wants_grow(rs, rs->rx.size))
 		return;
 	sock_hold(&rs->sk);
 	if (!queue_work(rs_wq, &rs->grow_work))

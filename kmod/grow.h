@@ -13,7 +13,6 @@ void rs_grow_free(struct rs_sock *rs);
 void rs_grow_init(struct rs_sock *rs);
 u32 rs_rx_ring_size(struct rs_sock *rs);
 void rs_rx_grow_soon(struct rs_sock *rs, u32 queued);
-void rs_rx_grow_retry(struct rs_sock *rs);
 int rs_rx_resize(struct rs_sock *rs, u32 byte_len);
 int rs_rx_switch(struct rs_sock *rs);
 void rs_rx_switch_done(struct rs_sock *rs);

@@ -334,6 +334,14 @@ static inline bool rs_addr_ll6(const struct sockaddr *a)
 	       (ipv6_addr_type(&((const struct sockaddr_in6 *)a)->sin6_addr) & IPV6_ADDR_LINKLOCAL);
 }
 
+/* The port of an AF_INET or AF_INET6 address (network order). */
+static inline __be16 rs_addr_port(const struct sockaddr *a)
+{
+	if (a->sa_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)a)->sin6_port;
+	return ((const struct sockaddr_in *)a)->sin_port;
+}
+
 /* Set the port of an AF_INET or AF_INET6 address (network order). */
 static inline void rs_addr_set_port(struct sockaddr *a, __be16 port)
 {

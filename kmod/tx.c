@@ -97,13 +97,14 @@ void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (fence_err)
 		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: it is gone */
 	/* (A full queue holds a signaled WR: a push that found it full always gets this call.) */
-	if (test_and_clear_bit(RS_F_PUSH_DUE, &rs->flags) || uncork || fenced)
+	if (rs_due(rs, RS_F_PUSH_DUE) || uncork || fenced)
 		rs_tx_push(rs);
-	if (!test_bit(RS_F_SQ_FENCE, &rs->flags) && test_and_clear_bit(RS_F_GROW_DUE, &rs->flags))
-		rs_rx_grow_retry(rs);
-	if (fenced || test_and_clear_bit(RS_F_ANNOUNCE_DUE, &rs->flags))
+	/* A RESIZE the fence or a full SQ held back: the ring's fill decided it then. */
+	if (!test_bit(RS_F_SQ_FENCE, &rs->flags) && rs_due(rs, RS_F_GROW_DUE))
+		rs_rx_grow_soon(rs, rs->rx.size);
+	if (fenced || rs_due(rs, RS_F_ANNOUNCE_DUE))
 		rs_rx_announce(rs, true);	/* a report the fence or a full SQ held back */
-	if (test_and_clear_bit(RS_F_WANT_DUE, &rs->flags))
+	if (rs_due(rs, RS_F_WANT_DUE))
 		rs_tx_want_consumed(rs);
 	clear_bit(RS_F_SWITCH_WAIT, &rs->flags);	/* a slot is free: a writer may switch */
 	rs->sk.sk_write_space(&rs->sk);
@@ -250,7 +251,7 @@ u32 rs_tx_space(struct rs_sock *rs)
 	lused = rs->tx_staged - max(rs->tx_acked, rs->tx_lbase);
 	space = used < window ? window - used : 0;
 	space = min(space, lused < rs->tx.size ? rs->tx.size - lused : 0);
-	if (rs->sq_posted - rs->sq_done >= rs->sq_depth - RS_SQ_CTRL_RESERVE)
+	if (!rs_sq_room(rs, false))
 		space = 0;
 	spin_unlock_bh(&rs->lock);
 	return space;

@@ -301,6 +301,13 @@ void rs_ctrl_defer(struct rs_sock *rs, enum rs_flag due, int err)
 		rs_count(sock_net(&rs->sk), RS_CNT_CTRL_DEFERRED);
 }
 
+/* Room in the send queue for one more WR (control messages may use the reserve); rs->lock held. */
+bool rs_sq_room(struct rs_sock *rs, bool ctrl)
+{
+	lockdep_assert_held(&rs->lock);
+	return rs->sq_posted - rs->sq_done < rs->sq_depth - (ctrl ? 0 : RS_SQ_CTRL_RESERVE);
+}
+
 /*
  * Post one WR, rs->lock held: ib_drain_qp() must never race a post.  A data WR moves tx_prod by
  * @bytes under the same lock, before the post: the peer's CONSUMED for these bytes can complete on
@@ -310,7 +317,6 @@ int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl,
 {
 	const struct ib_send_wr *bad;
 	struct rs_txctx *ctx;
-	u32 limit = rs->sq_depth - (ctrl ? 0 : RS_SQ_CTRL_RESERVE);
 	int err;
 
 	lockdep_assert_held(&rs->lock);
@@ -322,7 +328,7 @@ int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl,
 			return -ENOBUFS;
 		signal = true;
 	}
-	if (rs->sq_posted - rs->sq_done >= limit)
+	if (!rs_sq_room(rs, ctrl))
 		return -ENOBUFS;
 	ctx = &rs->txc[rs->sq_slot];
 	ctx->seq = rs->sq_posted;

@@ -26,5 +26,12 @@ int rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled);
 int __rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled);
 int rs_post_recvs(struct rs_sock *rs, u32 count);
 void rs_ctrl_defer(struct rs_sock *rs, enum rs_flag due, int err);
+bool rs_sq_room(struct rs_sock *rs, bool ctrl);
+
+/* A send completion takes what rs_ctrl_defer() left it; the common case, nothing, is a load. */
+static inline bool rs_due(struct rs_sock *rs, enum rs_flag due)
+{
+	return test_bit(due, &rs->flags) && test_and_clear_bit(due, &rs->flags);
+}
 
 #endif /* RDMASOCK_WR_H */
