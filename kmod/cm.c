@@ -494,7 +494,8 @@ static DEFINE_MUTEX(rs_rp_mutex);
 
 /*
  * Join the group of @rs's address (made, and listening, for the first member): 0 once @rs is a
- * member of a listening group; else an error, and @rs serves TCP only.
+ * member of a listening group; else an error, and @rs serves TCP only (-ENODEV: a member of a
+ * group whose device went).
  */
 int rs_rp_join(struct rs_sock *rs, int backlog)
 {
@@ -554,7 +555,7 @@ join:
 	list_add_tail(&rs->rp_node, &g->members);
 	rs->rp_group = g;
 	up_write(&g->members_sem);
-	err = 0;
+	err = READ_ONCE(g->id) ? 0 : -ENODEV;	/* a member still, of a group its device left */
 out:
 	mutex_unlock(&rs_rp_mutex);
 	return err;

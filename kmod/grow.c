@@ -172,13 +172,14 @@ static bool rs_rx_grow_can_post(struct rs_sock *rs)
 
 /*
  * The peer's @queued bytes fill half the ring or more, and it may grow: RESIZE would help.  Not
- * while a send completion is due to try again (RS_F_GROW_DUE): it clears the flag first.
+ * while a send completion is due to try again (RS_F_GROW_DUE, which only rs_ctrl_defer() sets, for
+ * a queue a completion will come to): it clears the flag first.  Not once the path is lost.
  */
 static bool rs_rx_wants_grow(struct rs_sock *rs, u32 queued)
 {
 	if (!READ_ONCE(rs_grow) || !test_bit(RS_F_PEER_GROWS, &rs->flags) ||
 	    !test_bit(RS_F_CM_EST, &rs->flags) || test_bit(RS_F_RX_GROWING, &rs->flags) ||
-	    test_bit(RS_F_GROW_DUE, &rs->flags) ||
+	    test_bit(RS_F_GROW_DUE, &rs->flags) || test_bit(RS_F_RESUMING, &rs->flags) ||
 	    test_bit(RS_F_ABORTED, &rs->flags) || test_bit(RS_F_PEER_FIN, &rs->flags) ||
 	    test_bit(RS_F_DYING, &rs->flags) || !rs->pd)
 		return false;

@@ -90,7 +90,7 @@ enum rs_flag {
 	RS_F_DEV_GONE,		/* DEVICE_REMOVAL while process context held the id (cm.c) */
 	RS_F_SWITCH_WAIT,	/* a SWITCH found the SQ full: retried after a completion */
 	RS_F_PUSH_DUE,		/* staged bytes found the SQ full: the next completion pushes */
-	RS_F_GROW_DUE,		/* a RESIZE found the SQ full: the next completion retries it */
+	RS_F_GROW_DUE,		/* a RESIZE found the SQ full or a fence: a completion retries */
 	RS_F_TCP_COUNTED,	/* TCP mode: counted in connections_tcp (once established) */
 	RS_F_CLOSE_RESET,	/* closed with a RESET: never an orphan */
 	RS_F_URG_PENDING,	/* MSG_OOB: the URG for tx_urg goes before any more data */

@@ -48,7 +48,7 @@ void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rs_txctx *ctx = container_of(wc->wr_cqe, struct rs_txctx, cqe);
 	struct rs_sock *rs = cq->cq_context;
-	bool uncork, fenced;
+	bool uncork, fenced, grow;
 	int fence_err = 0;
 
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
@@ -93,15 +93,16 @@ void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		clear_bit(RS_F_TX_MARKER, &rs->flags);
 	uncork = !test_bit(RS_F_TX_MARKER, &rs->flags) &&
 		 test_and_clear_bit(RS_F_AUTOCORKED, &rs->flags);
+	/* A RESIZE a fence or a full SQ held back, once no fence is up (decided under the lock). */
+	grow = !test_bit(RS_F_SQ_FENCE, &rs->flags) && rs_due(rs, RS_F_GROW_DUE);
 	spin_unlock(&rs->lock);
 	if (fence_err)
 		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: it is gone */
 	/* (A full queue holds a signaled WR: a push that found it full always gets this call.) */
 	if (rs_due(rs, RS_F_PUSH_DUE) || uncork || fenced)
 		rs_tx_push(rs);
-	/* A RESIZE the fence or a full SQ held back: the ring's fill decided it then. */
-	if (!test_bit(RS_F_SQ_FENCE, &rs->flags) && rs_due(rs, RS_F_GROW_DUE))
-		rs_rx_grow_soon(rs, rs->rx.size);
+	if (grow)	/* the ring's fill decided it when it was held back */
+		rs_rx_grow_soon(rs, READ_ONCE(rs->rx.size));
 	if (fenced || rs_due(rs, RS_F_ANNOUNCE_DUE))
 		rs_rx_announce(rs, true);	/* a report the fence or a full SQ held back */
 	if (rs_due(rs, RS_F_WANT_DUE))

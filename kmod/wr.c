@@ -291,21 +291,16 @@ void rs_qp_destroy(struct rs_sock *rs)
 }
 
 /*
- * A control message could not be posted (@err): the next send completion posts it (@due, tested
- * in rs_send_done()).  A full send queue is counted (ctrl_deferred_sq_full), once a time.
+ * A control message could not be posted (@err): the next send completion posts it, or queues the
+ * work that does (@due, taken in rs_send_done()).  A full send queue is counted
+ * (ctrl_deferred_sq_full), once a time.  Only for a queue that holds a signaled WR, or a fence
+ * (whose KEEPALIVE is signaled): else no completion would ever come to take it.
  */
 void rs_ctrl_defer(struct rs_sock *rs, enum rs_flag due, int err)
 {
 	lockdep_assert_held(&rs->lock);
 	if (!test_and_set_bit(due, &rs->flags) && err == -ENOBUFS)
 		rs_count(sock_net(&rs->sk), RS_CNT_CTRL_DEFERRED);
-}
-
-/* Room in the send queue for one more WR (control messages may use the reserve); rs->lock held. */
-bool rs_sq_room(struct rs_sock *rs, bool ctrl)
-{
-	lockdep_assert_held(&rs->lock);
-	return rs->sq_posted - rs->sq_done < rs->sq_depth - (ctrl ? 0 : RS_SQ_CTRL_RESERVE);
 }
 
 /*

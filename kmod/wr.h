@@ -26,9 +26,18 @@ int rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled);
 int __rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled);
 int rs_post_recvs(struct rs_sock *rs, u32 count);
 void rs_ctrl_defer(struct rs_sock *rs, enum rs_flag due, int err);
-bool rs_sq_room(struct rs_sock *rs, bool ctrl);
 
-/* A send completion takes what rs_ctrl_defer() left it; the common case, nothing, is a load. */
+/* Room in the send queue for one more WR (control messages may use the reserve); rs->lock held. */
+static inline bool rs_sq_room(struct rs_sock *rs, bool ctrl)
+{
+	lockdep_assert_held(&rs->lock);
+	return rs->sq_posted - rs->sq_done < rs->sq_depth - (ctrl ? 0 : RS_SQ_CTRL_RESERVE);
+}
+
+/*
+ * A send completion takes what was left due for it (rs_ctrl_defer(), or a set_bit() under
+ * rs->lock); the common case, nothing, is a load.
+ */
 static inline bool rs_due(struct rs_sock *rs, enum rs_flag due)
 {
 	return test_bit(due, &rs->flags) && test_and_clear_bit(due, &rs->flags);

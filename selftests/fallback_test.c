@@ -78,14 +78,16 @@ TEST_F(fb, rdmasock_client_plain_tcp_server)
 }
 
 /*
- * A port the negative cache holds (its plain TCP listener refused RDMA) gets an rdmasock listener
- * of this host: its clients ride RDMA at once, not TCP for the rest of the entry's 10 s.
+ * A plain TCP listener refuses an rdmasock client's RDMA attempt (the port goes in the negative
+ * cache), serves it over TCP, and goes; then an rdmasock listener takes the same port
+ * (SO_REUSEADDR: the closed connection's TIME_WAIT holds it), TCP only if @force_tcp.
  */
-TEST_F(fb, new_listener_on_a_cached_port_gets_rdma_clients)
+static int cached_port_listener(struct __test_metadata *_metadata, FIXTURE_DATA(fb) *self,
+				int af, bool force_tcp)
 {
-	int c, s, one = 1;
+	int lfd, c, s, one = 1;
 
-	self->lfd = make_listener(CARRIER_TCP, variant->af, &self->ss, &self->len);
+	self->lfd = make_listener(CARRIER_TCP, af, &self->ss, &self->len);
 	ASSERT_LE(0, self->lfd);
 	c = rs_socket();
 	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
@@ -95,16 +97,49 @@ TEST_F(fb, new_listener_on_a_cached_port_gets_rdma_clients)
 	close(c);
 	close(s);
 	close(self->lfd);
-	/* The same port, now ours (SO_REUSEADDR: the closed connection's TIME_WAIT holds it). */
-	self->lfd = carrier_socket(CARRIER_RDMASOCK, variant->af, SOCK_STREAM);
-	ASSERT_LE(0, self->lfd);
-	ASSERT_EQ(0, setsockopt(self->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
-	ASSERT_EQ(0, bind(self->lfd, (struct sockaddr *)&self->ss, self->len)) TH_LOG("%d", errno);
-	ASSERT_EQ(0, listen(self->lfd, 4));
+	self->lfd = -1;
+	lfd = carrier_socket(CARRIER_RDMASOCK, af, SOCK_STREAM);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	if (force_tcp)
+		ASSERT_EQ(0, setsockopt(lfd, SOL_RDMASOCK, RDMASOCK_FORCE_TCP, &one, sizeof(one)));
+	ASSERT_EQ(0, bind(lfd, (struct sockaddr *)&self->ss, self->len)) TH_LOG("%d", errno);
+	ASSERT_EQ(0, listen(lfd, 4));
+	return lfd;
+}
+
+/*
+ * A port the negative cache holds gets an rdmasock listener of this host: its clients ride RDMA
+ * at once, not TCP for the rest of the entry's 10 s.
+ */
+TEST_F(fb, new_listener_on_a_cached_port_gets_rdma_clients)
+{
+	int c, s;
+
+	self->lfd = cached_port_listener(_metadata, self, variant->af, false);
 	c = rs_socket();
 	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
 	ASSERT_TRUE(carried_as_expected(CARRIER_RDMASOCK, c));
 	ASSERT_EQ(RDMASOCK_REASON_NONE, rs_getint(c, RDMASOCK_FALLBACK_REASON));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_EQ(0, exchange(c, s));
+	close(c);
+	close(s);
+}
+
+/* ... but one that serves TCP only keeps the entry: its clients go straight to TCP, as before. */
+TEST_F(fb, tcp_only_listener_on_a_cached_port_keeps_the_entry)
+{
+	long long rejects;
+	int c, s;
+
+	self->lfd = cached_port_listener(_metadata, self, variant->af, true);
+	rejects = rs_counter("fallback_peer_reject");
+	c = rs_socket();
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
+	ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(RDMASOCK_REASON_NEG_CACHE, rs_getint(c, RDMASOCK_FALLBACK_REASON));
+	ASSERT_EQ(rejects, rs_counter("fallback_peer_reject"));
 	s = accept(self->lfd, NULL, NULL);
 	ASSERT_EQ(0, exchange(c, s));
 	close(c);

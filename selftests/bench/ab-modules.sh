@@ -20,6 +20,11 @@ load() {	# connections close asynchronously: wait until the module can go
 }
 
 for ((r = 1; r <= rounds; r++)); do
+	# The set-up's yardstick, TCP over loopback, in the same rounds (rdmasock's TCP: no module).
+	case ${AB_BENCH:-} in
+	conns) echo "tcp $($b connrate tcp 100)" ;;
+	connrate) echo "tcp $($b connrate tcp "${AB_COUNT:-300}")" ;;
+	esac
 	for m in old new; do
 		if [ $m = old ]; then load "$old"; else load "$new"; fi
 		case ${AB_BENCH:-pingpong} in
@@ -30,6 +35,8 @@ for ((r = 1; r <= rounds; r++)); do
 		conns)	# memory per connection end, set-up rate, time to first byte
 			echo "$m $($b conns rdma 1000)"
 			echo "$m $($b connrate rdma 100)" ;;
+		connrate)	# the set-up alone: connect+accept+close per second, time to first byte
+			echo "$m $($b connrate rdma "${AB_COUNT:-300}")" ;;
 		stream)
 			for size in 65536 4096; do
 				echo "$m $($b stream rdma $size 2)"
