@@ -12,7 +12,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 out=$top/build/bench/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
-"$top/selftests/vm/run" --kernel "${RDMASOCK_BENCH_KERNEL:-6.1}" --mem 2048 --timeout 1500 \
+"$top/selftests/vm/run" --kernel "${RDMASOCK_BENCH_KERNEL:-6.1}" --mem 4096 --timeout 1800 \
 	--out "$out" -- "$top/selftests/bench/inside.sh" > "$out/vm.log" 2>&1 ||
 	{ tail -n 30 "$out/vm.log"; echo "bench: the VM run failed (log: $out/vm.log)"; exit 1; }
 # With an earlier run on record, the report adds each ratio's spread between the two runs.

@@ -84,7 +84,15 @@ def ratios(get):
     r["stream 64 msgs/s rdmasock/ib_write_bw"] = (ratio(get("stream", "rdmasock", "msgs_per_s", 64),
                                                         get("stream", "ib_write_bw", "msgs_per_s", 64)), "")
     r["set-up rate rdmasock/tcp"] = (ratio(get("connrate", "rdmasock", "conn_per_s"),
-                                           get("connrate", "tcp", "conn_per_s")), "")
+                                           get("connrate", "tcp", "conn_per_s")), ">= 0.5")
+    r["time to first byte rdmasock/tcp"] = (ratio(get("connrate", "rdmasock", "ttfb_us"),
+                                                  get("connrate", "tcp", "ttfb_us")), "<= 2")
+    r["kernel KiB per idle end beyond the rings"] = (
+        None if get("conns", "rdmasock", "kernel_kb_per_conn") is None else
+        get("conns", "rdmasock", "kernel_kb_per_conn") - get("conns", "rdmasock", "registered_kb_per_conn"),
+        "<= 64")
+    r["rdmasock 10k connections carrying data"] = (get("conns", "rdmasock-10k", "carried_data"),
+                                                       "10000")
     r["sockperf round trip rdmasock/tcp"] = (ratio(get("sockperf", "rdmasock", "avg_us"),
                                                    get("sockperf", "tcp", "avg_us")), "")
     r["iperf3 rdmasock/tcp"] = (ratio(get("iperf3", "rdmasock", "MBps"), get("iperf3", "tcp", "MBps")), "")
@@ -116,10 +124,11 @@ def report(rows):
     for c in ("tcp", "rdmasock"):
         print(f"{c:<16} set-up {fmt(get('connrate', c, 'conn_per_s'))}/s, "
               f"time to first byte {fmt(get('connrate', c, 'ttfb_us'))} us")
-    for c in ("tcp", "rdmasock", "rdmasock-nogrow"):
+    for c in ("tcp", "rdmasock", "rdmasock-nogrow", "tcp-10k", "rdmasock-10k"):
         print(f"{c:<16} {get('conns', c, 'count')} open at once: {get('conns', c, 'carried_data')} carried "
               f"data; per connection end: kernel memory {fmt(get('conns', c, 'kernel_kb_per_conn'))} "
-              f"KiB, registered {fmt(get('conns', c, 'registered_kb_per_conn'))} KiB")
+              f"KiB, registered {fmt(get('conns', c, 'registered_kb_per_conn'))} KiB; opened "
+              f"{fmt(get('conns', c, 'open_per_s'))}/s")
     print()
     print("== unchanged programs")
     for c in ("tcp", "rdmasock"):

@@ -10,6 +10,7 @@
  *                                                          time to first byte (us)
  *   rs_bench conns    tcp|rdma COUNT                       COUNT connections open at once, each
  *                                                          carrying data; memory per connection
+ *                                                          end, connections opened per second
  * Server and client are two processes on the VM's own address.  Output: one JSON object per run.
  * RS_BENCH_BUF=N in the environment sets SO_RCVBUF and SO_SNDBUF to N on every socket (the ring
  * sizes of an rdmasock connection follow them); the carrier's name then ends in "-bufNk".
@@ -374,12 +375,14 @@ static int bench_conns(enum carrier c, int count)
 	int lfd, carried = 0;
 	socklen_t len;
 	char buf[64] = { 0 };
+	double t0;
 
 	if (setrlimit(RLIMIT_NOFILE, &rl)) {
 		perror("rs_bench: RLIMIT_NOFILE");
 		return 1;
 	}
 	lfd = listener(c, &ss, &len, count);
+	t0 = now_us();
 	for (int i = 0; i < count; i++) {
 		cfd[i] = connect_to(c, &ss, len);
 		sfd[i] = accept(lfd, NULL, NULL);
@@ -388,6 +391,7 @@ static int bench_conns(enum carrier c, int count)
 			return 1;
 		}
 	}
+	t0 = now_us() - t0;
 	for (int i = 0; i < count; i++) {
 		if (write_all(cfd[i], buf, sizeof(buf)) || read_all(sfd[i], buf, sizeof(buf)) ||
 		    write_all(sfd[i], buf, sizeof(buf)) || read_all(cfd[i], buf, sizeof(buf))) {
@@ -399,8 +403,9 @@ static int bench_conns(enum carrier c, int count)
 	}
 	used = used0 - meminfo_kb("MemAvailable:");
 	printf("{\"test\":\"conns\",\"carrier\":\"%s\",\"count\":%d,\"carried_data\":%d,"
-	       "\"kernel_kb_per_conn\":%.1f,\"registered_kb_per_conn\":%.1f}\n",
-	       carrier_name, count, carried, used / 2.0 / count, registered / 2048.0 / count);
+	       "\"kernel_kb_per_conn\":%.1f,\"registered_kb_per_conn\":%.1f,\"open_per_s\":%.1f}\n",
+	       carrier_name, count, carried, used / 2.0 / count, registered / 2048.0 / count,
+	       count / (t0 / 1e6));
 	for (int i = 0; i < count; i++) {
 		close(cfd[i]);
 		close(sfd[i]);

@@ -8,27 +8,14 @@
 set -eu
 carrier=${1:-rdma}
 b=$(cd "$(dirname "$0")/../.." && pwd)/build/selftests/rs_bench
-t=/sys/kernel/tracing
-mountpoint -q $t || mount -t tracefs nodev $t
-echo mono > $t/trace_clock
-echo 8192 > $t/buffer_size_kb
-# Functions that do not exist in this kernel are left out rather than failing the filter.
-for f in rs_rdma_sendmsg rs_rdma_recvmsg rs_cq_event rs_cq_irq_poll rs_recv_done rs_send_done \
-	 rxe_requester rxe_xmit_packet rxe_rcv rxe_responder rxe_completer rxe_cq_post \
-	 rxe_send_complete tcp_sendmsg tcp_recvmsg tcp_v4_rcv; do
-	echo "$f" >> $t/set_ftrace_filter 2> /dev/null || true
-done
-echo function > $t/current_tracer
+. "$(dirname "$0")/ftrace.sh"
 # sendto, recvfrom: the calls rs_bench's ping-pong makes.
-echo 'id == 44 || id == 45' > $t/events/raw_syscalls/filter
-echo 1 > $t/events/raw_syscalls/enable
-echo 1 > $t/events/sched/sched_switch/enable
-echo 1 > $t/events/sched/sched_wakeup/enable
+ftrace_start 8192 'id == 44 || id == 45' "sched_switch sched_wakeup" \
+	rs_rdma_sendmsg rs_rdma_recvmsg rs_cq_event rs_cq_irq_poll rs_recv_done rs_send_done \
+	rxe_requester rxe_xmit_packet rxe_rcv rxe_responder rxe_completer rxe_cq_post \
+	rxe_send_complete tcp_sendmsg tcp_recvmsg tcp_v4_rcv
 "$b" pingpong "$carrier" 64 1000 > /dev/null	# warm up
-echo > $t/trace
-echo 1 > $t/tracing_on
-"$b" pingpong "$carrier" 64 300 > "$RDMASOCK_OUT/pingpong-$carrier.json"
-echo 0 > $t/tracing_on
-cat $t/trace > "$RDMASOCK_OUT/trace-$carrier.txt"
-echo nop > $t/current_tracer
+ftrace_capture "$RDMASOCK_OUT/trace-$carrier.txt" \
+	"$b" pingpong "$carrier" 64 300 > "$RDMASOCK_OUT/pingpong-$carrier.json"
+ftrace_stop
 echo "trace: $RDMASOCK_OUT/trace-$carrier.txt ($(wc -l < "$RDMASOCK_OUT/trace-$carrier.txt") lines)"

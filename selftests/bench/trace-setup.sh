@@ -11,41 +11,26 @@ carrier=${1:-rdma}
 count=${2:-30}
 here=$(cd "$(dirname "$0")" && pwd)
 b=$here/../../build/selftests/rs_bench
-t=/sys/kernel/tracing
-mountpoint -q $t || mount -t tracefs nodev $t
-echo mono > $t/trace_clock
-echo 16384 > $t/buffer_size_kb
-# Functions that do not exist (or were inlined) in this kernel are left out rather than failing.
-for f in rs_connect rs_tcp_take_port rs_cm_connect rs_cm_handler rs_cm_route_resolved \
-	 rs_conn_create rs_qp_create rs_cq_create rs_ring_alloc rs_tx_ring_create rs_dev_attach \
-	 rs_cm_client_established rs_cm_request rs_child_alloc rs_cm_child_established \
-	 rs_cm_accept_ready rs_accept rs_release rs_close_work rs_teardown_rdma rs_teardown_work \
-	 rs_tcp_give_port rs_connect_work rs_recv_done \
-	 __rdma_create_kernel_id rdma_bind_addr rdma_resolve_addr rdma_resolve_ip addr_handler \
-	 rdma_resolve_route cma_work_handler cma_ib_handler cma_ib_req_handler rdma_connect_locked \
-	 rdma_accept rdma_destroy_id rdma_create_qp rdma_disconnect \
-	 ib_send_cm_req cm_req_handler ib_send_cm_rep cm_rep_handler ib_send_cm_rtu \
-	 cm_rtu_handler ib_send_cm_dreq cm_dreq_handler ib_post_send_mad \
-	 __ib_alloc_pd ib_dealloc_pd_user __ib_alloc_cq ib_free_cq ib_create_qp_kernel \
-	 ib_destroy_qp_user ib_alloc_mr ib_dereg_mr_user ib_modify_qp \
-	 rxe_create_qp rxe_create_cq rxe_alloc_mr rxe_destroy_qp rxe_destroy_cq rxe_dereg_mr \
-	 rxe_modify_qp tcp_v4_connect tcp_v6_connect inet_csk_accept tcp_rcv_state_process; do
-	echo "$f" >> $t/set_ftrace_filter 2> /dev/null || true
-done
-echo function > $t/current_tracer
+. "$here/ftrace.sh"
 # connect, accept, accept4, read, close: the calls rs_bench's connrate makes.
-echo 'id == 42 || id == 43 || id == 288 || id == 0 || id == 3' > $t/events/raw_syscalls/filter
-echo 1 > $t/events/raw_syscalls/enable
-echo 1 > $t/events/sched/sched_switch/enable
+ftrace_start 16384 'id == 42 || id == 43 || id == 288 || id == 0 || id == 3' sched_switch \
+	rs_connect rs_tcp_take_port rs_cm_connect rs_cm_handler rs_cm_route_resolved \
+	rs_conn_create rs_qp_create rs_cq_create rs_ring_alloc rs_tx_ring_create rs_dev_attach \
+	rs_cm_client_established rs_cm_request rs_child_alloc rs_cm_child_established \
+	rs_cm_accept_ready rs_accept rs_release rs_close_work rs_teardown_rdma rs_teardown_work \
+	rs_tcp_give_port rs_connect_work rs_recv_done __rdma_create_kernel_id rdma_bind_addr \
+	rdma_resolve_addr rdma_resolve_ip addr_handler rdma_resolve_route cma_work_handler \
+	cma_ib_handler cma_ib_req_handler rdma_connect_locked rdma_accept rdma_destroy_id \
+	rdma_create_qp rdma_disconnect ib_send_cm_req cm_req_handler ib_send_cm_rep cm_rep_handler \
+	ib_send_cm_rtu cm_rtu_handler ib_send_cm_dreq cm_dreq_handler ib_post_send_mad \
+	__ib_alloc_pd ib_dealloc_pd_user __ib_alloc_cq ib_free_cq ib_create_qp_kernel \
+	ib_destroy_qp_user ib_alloc_mr ib_dereg_mr_user ib_modify_qp rxe_create_qp rxe_create_cq \
+	rxe_alloc_mr rxe_destroy_qp rxe_destroy_cq rxe_dereg_mr rxe_modify_qp tcp_v4_connect \
+	tcp_v6_connect inet_csk_accept tcp_rcv_state_process
 "$b" connrate "$carrier" 20 > /dev/null	# warm up (ARP, neighbour, rdma_cm's caches)
-echo > $t/trace
-echo 1 > $t/tracing_on
-"$b" connrate "$carrier" "$count" > "$RDMASOCK_OUT/connrate-$carrier.json"
-echo 0 > $t/tracing_on
-cat $t/trace > "$RDMASOCK_OUT/trace-setup-$carrier.txt"
-echo nop > $t/current_tracer
-echo 0 > $t/events/raw_syscalls/enable
-echo 0 > $t/events/sched/sched_switch/enable
+ftrace_capture "$RDMASOCK_OUT/trace-setup-$carrier.txt" \
+	"$b" connrate "$carrier" "$count" > "$RDMASOCK_OUT/connrate-$carrier.json"
+ftrace_stop
 python3 "$here/setup-phases.py" "$RDMASOCK_OUT/trace-setup-$carrier.txt" \
 	> "$RDMASOCK_OUT/setup-phases-$carrier.txt"
 cat "$RDMASOCK_OUT/connrate-$carrier.json" "$RDMASOCK_OUT/setup-phases-$carrier.txt"
