@@ -65,7 +65,6 @@ static int run(const char *cmd)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* Wait (bounded) until rxe0 has the GID of our IPv4 address again. */
 /* Both of our GIDs back in rxe0's table (selftests/vm/wait-gids): the IPv6 one comes later. */
 static int wait_for_gids(void)
 {
@@ -84,6 +83,22 @@ static int write_file(const char *path, const char *val)
 		return -1;
 	err = fputs(val, f) < 0;
 	return fclose(f) || err ? -1 : 0;
+}
+
+/*
+ * `rdma link delete rxe0`, bounded: a removal still stuck then has its blocked tasks' stacks
+ * dumped into the kernel log (sysrq w), so that the run says who holds it.
+ */
+static int delete_device(int secs)
+{
+	char cmd[64];
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "timeout %d rdma link delete rxe0", secs);
+	st = run(cmd);
+	if (st)
+		write_file("/proc/sysrq-trigger", "w");
+	return st;
 }
 
 /* One checksummed stream: @total bytes of pattern @seed, written in random sizes, then FIN. */
@@ -234,7 +249,7 @@ TEST(resume_streams_on_device_delete)
 		running += st[j].got < st[j].total / 2;
 	}
 	ASSERT_LE(3, running);
-	ASSERT_EQ(0, run("timeout 60 rdma link delete rxe0"));
+	ASSERT_EQ(0, delete_device(60));
 	for (int i = 0; i < 4; i++) {
 		pthread_join(w[i], NULL);
 		pthread_join(r[i], NULL);
@@ -276,7 +291,7 @@ TEST(half_closed_connections_resume)
 	ASSERT_EQ(0, shutdown(s2, SHUT_WR));
 	ASSERT_EQ(300, recv(c2, buf, 300, MSG_WAITALL));
 	ASSERT_EQ(100, send(c2, out, 100, 0));
-	ASSERT_EQ(0, run("timeout 60 rdma link delete rxe0"));
+	ASSERT_EQ(0, delete_device(60));
 
 	ASSERT_EQ(500, recv(s, buf, 500, MSG_WAITALL));
 	ASSERT_EQ(0, memcmp(buf, out + 500, 500));
@@ -322,7 +337,7 @@ TEST(hundred_connections_resume_at_once)
 		ASSERT_EQ(4, send(c[i], "ping", 4, 0));
 		ASSERT_EQ(4, send(s[i], "pong", 4, 0));
 	}
-	ASSERT_EQ(0, run("timeout 120 rdma link delete rxe0"));
+	ASSERT_EQ(0, delete_device(120));
 	for (int i = 0; i < N; i++) {
 		ASSERT_EQ(4, recv(s[i], buf, 4, MSG_WAITALL))
 			TH_LOG("connection %d: %s; resume failures %lld (timeout %lld, refused %lld)", i,
@@ -373,7 +388,7 @@ TEST(delete_device_during_transfer)
 	ASSERT_LE(1 << 20, in.bytes);
 
 	/* Synchronous in ib_core: returns once every user of the device let go. */
-	ASSERT_EQ(0, run("timeout 60 rdma link delete rxe0"));
+	ASSERT_EQ(0, delete_device(60));
 	pthread_join(to, NULL);
 	pthread_join(ti, NULL);
 	write_file(RESUME_PARAM, "Y");
