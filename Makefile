@@ -24,7 +24,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 DKMS_SRC := $(DESTDIR)/usr/src/rdmasock-$(VERSION)
 
-.PHONY: all modules userlib selftests deps lint check check-debug soak demo bench clean help \
+.PHONY: all modules userlib selftests deps lint check check-debug soak demo bench bench-wire clean help \
 	install uninstall install-dkms deb check-install
 all: modules userlib selftests
 
@@ -40,6 +40,8 @@ help:
 	@echo "make soak       1,000 connections, the stress suite, an hour of the concurrent fuzzer and"
 	@echo "                the mutating peer on the debug kernel (SOAK_MINUTES, SOAK_KERNEL)"
 	@echo "make bench      rdmasock vs TCP vs raw verbs in one VM run (table, JSON, plot)"
+	@echo "make bench-wire TCP, rsockets and rdmasock side by side across two VMs' wire, 6.1 and"
+	@echo "                6.12: ping-pong, streams, CPU per round trip and per MB (JSON, plots)"
 	@echo "make install    the module (for: $(KVERS); then depmod), the tools, their man pages and"
 	@echo "                /etc/modprobe.d/rdmasock.conf (PREFIX=$(PREFIX), DESTDIR); make uninstall"
 	@echo "make install-dkms  the module's source and dkms.conf in /usr/src/rdmasock-$(VERSION)"
@@ -110,6 +112,11 @@ bench:
 	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"
 	@$(MAKE) -s all
 	@$(TOP)/selftests/bench/bench.sh
+
+bench-wire:
+	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"
+	@$(MAKE) -s all
+	@$(TOP)/selftests/bench/bench-wire.sh
 
 # --- installing ----------------------------------------------------------------------------------
 # The module through kbuild's modules_install (INSTALL_MOD_DIR=updates: it wins over an in-tree one),
