@@ -36,9 +36,9 @@ since() {
 	cgroup) echo $(( $(cnt cgroup_sockets) - cg0 )) ;;
 	esac
 }
-# The module's refcount reaches N (closed connections finish their teardown in the background,
-# a detached BPF program is freed after an RCU grace period).
-# wait_refcnt N [TENTHS]: the module's reference count reaches N within TENTHS/10 s (30 s).
+# wait_refcnt N [TENTHS]: the module's refcount reaches N within TENTHS/10 s, 30 s by default
+# (closed connections finish their teardown in the background, a detached BPF program is freed
+# after RCU grace periods).
 wait_refcnt() {
 	for ((i = 0; i < ${2:-300}; i++)); do
 		[ "$(cat /sys/module/rdmasock/refcnt)" = "$1" ] && return 0

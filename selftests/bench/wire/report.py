@@ -52,7 +52,7 @@ def main():
                 vals = [r[key] for r in sel if key in r and r["ran_as_carrier"]]
                 cv = [r[cpukey] for r in sel if cpukey and cpukey in r and r["ran_as_carrier"]]
                 m = med(vals)
-                ks.setdefault(c, {})["%s_%s" % (row, size or 64) + "_" + key] = {
+                ks.setdefault(c, {})["%s_%d_%s" % (row, size or 64, key)] = {
                     "median": m, "min": min(vals) if vals else None,
                     "max": max(vals) if vals else None, "n": len(vals), "of": len(sel),
                     "cpu_median": med(cv), "cpu_unit": cpukey}

@@ -166,62 +166,66 @@ def ran_as(carrier, row, units, d):
     return True, None
 
 
+def record(carrier, row, size, res, units, a, b):
+    """One measurement's JSON record from its result and both guests' snaps around it."""
+    dc, ds = delta(a[0], b[0]), delta(a[1], b[1])
+    ok, why = ran_as(carrier, row, units, dc)
+    rec = {"kernel": os.uname().release, "carrier": carrier, "row": row, "size": size, **res,
+           "ran_as_carrier": ok, "client": dc, "server": ds,
+           "cpu_s": {"client": round(busy(dc), 3), "server": round(busy(ds), 3),
+                     "softirq": round(dc["cpu"]["softirq"] + ds["cpu"]["softirq"], 3)}}
+    if why:
+        rec["why"] = why
+    cpu = busy(dc) + busy(ds)
+    if units and row == "pingpong":
+        rec["cpu_us_per_round_trip"] = round(cpu * 1e6 / units, 1)
+    elif units:
+        rec["cpu_ms_per_mb"] = round(cpu * 1e3 / (units / 1e6), 3)
+    return rec
+
+
 def client(peer, rounds, secs, out):
-    ctl = wait_for(peer, CTL_PORT)
-    f = ctl.makefile("rw")
+    f = wait_for(peer, CTL_PORT).makefile("rw")
 
     def both():
         f.write("snap\n")
         f.flush()
         return snap(), json.loads(f.readline())
 
+    def measure(carrier, row, size):
+        a = both()
+        if row == "pingpong":
+            res, units = pingpong(carrier, peer, secs)
+        else:
+            res, units = stream(carrier, peer, secs, size)
+        return res, units, a, both()
+
     # (rsockets' servers take no TCP connection: their first measurement is retried instead.)
     for c in ("tcp", "rdmasock"):
         wait_for(peer, sockperf_port(c)).close()
     started = set()
-    kver = os.uname().release
+    rows = [("pingpong", None)] + [("stream", s) for s in STREAMS]
     bad = 0
     with open(out, "w") as jf:
         for rnd in range(rounds):
             order = CARRIERS[rnd % len(CARRIERS):] + CARRIERS[:rnd % len(CARRIERS)]
-            for carrier in order:
-                rows = [("pingpong", None)] + [("stream", s) for s in STREAMS]
-                for row, size in rows:
-                    for attempt in range(1 if carrier in started else 30):
-                        a = both()
-                        if row == "pingpong":
-                            res, units = pingpong(carrier, peer, secs)
-                        else:
-                            res, units = stream(carrier, peer, secs, size)
-                        b = both()
-                        if units:
-                            started.add(carrier)
-                            break
-                        time.sleep(1)	# its server is still coming up
-                    dc, ds = delta(a[0], b[0]), delta(a[1], b[1])
-                    ok, why = ran_as(carrier, row, units, dc)
-                    rec = {"kernel": kver, "round": rnd + 1, "carrier": carrier, "row": row,
-                           "size": size, **res, "ran_as_carrier": ok,
-                           "client": dc, "server": ds}
-                    if why:
-                        rec["why"] = why
-                        bad += 1
-                    cpu = busy(dc) + busy(ds)
-                    rec["cpu_s"] = {"client": round(busy(dc), 3), "server": round(busy(ds), 3),
-                                    "softirq": round(dc["cpu"]["softirq"] +
-                                                     ds["cpu"]["softirq"], 3)}
-                    if units and row == "pingpong":
-                        rec["cpu_us_per_round_trip"] = round(cpu * 1e6 / units, 1)
-                    elif units:
-                        rec["cpu_ms_per_mb"] = round(cpu * 1e3 / (units / 1e6), 3)
-                    jf.write(json.dumps(rec) + "\n")
-                    jf.flush()
-                    print("wire: round %d %-8s %-8s %s" % (rnd + 1, carrier,
-                          row + ("" if size is None else " %d" % size),
-                          json.dumps({k: rec[k] for k in rec
-                                      if k in ("p50_us", "p99_us", "mbit_s", "error", "why",
-                                               "cpu_us_per_round_trip", "cpu_ms_per_mb")})),
-                          flush=True)
+            for carrier, (row, size) in ((c, r) for c in order for r in rows):
+                for _ in range(1 if carrier in started else 30):
+                    res, units, a, b = measure(carrier, row, size)
+                    if units:
+                        started.add(carrier)
+                        break
+                    time.sleep(1)	# its server is still coming up
+                rec = {"round": rnd + 1, **record(carrier, row, size, res, units, a, b)}
+                bad += "why" in rec
+                jf.write(json.dumps(rec) + "\n")
+                jf.flush()
+                shown = {k: v for k, v in rec.items()
+                         if k in ("p50_us", "p99_us", "mbit_s", "error", "why",
+                                  "cpu_us_per_round_trip", "cpu_ms_per_mb")}
+                print("wire: round %d %-8s %-8s %s" % (rnd + 1, carrier,
+                      row + ("" if size is None else " %d" % size), json.dumps(shown)),
+                      flush=True)
     f.write("quit\n")
     f.flush()
     return 1 if bad else 0
