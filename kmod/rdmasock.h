@@ -286,6 +286,7 @@ struct rs_sock {
 	u8 resume_secret[16];			/* our half, as sent in our hello */
 	unsigned long resume_deadline;		/* jiffies: past it the loss is an error */
 	int resume_err;				/* the error the loss gives if it cannot resume */
+	struct socket *resume_try;		/* client: the attempt's TCP socket (resume.c) */
 	u64 resume_rx;				/* our reader's rx_cons when the path went */
 	u64 replay_base;			/* stream position of replay_buf[0] (tx_acked) */
 	u64 replay_end;				/* tx_staged when the path went */

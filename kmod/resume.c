@@ -27,6 +27,8 @@
 
 #include <linux/module.h>
 #include <linux/hashtable.h>
+#include <linux/mutex.h>
+#include <linux/wait_bit.h>
 #include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/mm.h>
@@ -51,12 +53,23 @@ module_param_named(resume_max_pending, rs_resume_max_pending, uint, 0644);
 MODULE_PARM_DESC(resume_max_pending,
 		 "resume handshakes a server runs at once; more are turned away (counted)");
 
-#define RS_RESUME_STEP_MS	1000	/* one handshake message, at most */
 #define RS_RESUME_RETRY		(HZ / 10)
+/*
+ * The server's wait for a HELLO, which its client sends as soon as it is connected: short, so
+ * that silent connections cannot hold the handshakes' slots for long.  The later steps have
+ * the whole deadline: the client proved it names a connection of its own address.
+ */
+#define RS_RESUME_HELLO_MS	2000
 
 static atomic_t rs_resume_pending = ATOMIC_INIT(0);
 /* The server's handshakes, apart from resume_work (whose replays may block for long). */
 static struct workqueue_struct *rs_resume_hs_wq;
+/*
+ * A client's attempt under way (rs->resume_try): published so that close() can shut it, and
+ * not wait for it to time out.  One lock for all: it is held for moments, and only by
+ * connections that resume, or close while resuming.
+ */
+static DEFINE_MUTEX(rs_resume_try_lock);
 
 /* ---- the table of connections a client may resume (servers' accepted children) ---- */
 
@@ -120,22 +133,42 @@ static void rs_resume_msg_init(struct rs_resume_msg *m, u8 type, u8 status, u64 
 	m->conn_id = cpu_to_be64(id);
 }
 
-/* Exactly one message, whole, within the socket's timeouts; else an error. */
-static int rs_resume_send(struct socket *sock, struct rs_resume_msg *m)
+/*
+ * Each step of a handshake may take what is left until @deadline: a host that is slow to answer
+ * (hundreds of connections resuming at once, a loaded machine) is waited for, never given up on
+ * early and asked again, which would only add to its load.
+ */
+static void rs_resume_timeouts(struct socket *sock, unsigned long deadline)
+{
+	long left = (long)(deadline - jiffies);
+
+	left = max(left, 1L);
+	sock->sk->sk_rcvtimeo = left;
+	sock->sk->sk_sndtimeo = left;
+}
+
+/* Exactly one message, whole, by @deadline; else an error. */
+static int rs_resume_send(struct socket *sock, struct rs_resume_msg *m, unsigned long deadline)
 {
 	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
 	struct kvec iov = { .iov_base = m, .iov_len = sizeof(*m) };
-	int n = kernel_sendmsg(sock, &msg, &iov, 1, sizeof(*m));
+	int n;
 
+	rs_resume_timeouts(sock, deadline);
+	n = kernel_sendmsg(sock, &msg, &iov, 1, sizeof(*m));
 	return n == sizeof(*m) ? 0 : n < 0 ? n : -EPIPE;
 }
 
-static int rs_resume_recv(struct socket *sock, struct rs_resume_msg *m, u8 type)
+/* The next message, of @type, whole, by @deadline; else an error. */
+static int rs_resume_recv(struct socket *sock, struct rs_resume_msg *m, u8 type,
+			  unsigned long deadline)
 {
 	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
 	struct kvec iov = { .iov_base = m, .iov_len = sizeof(*m) };
-	int n = kernel_recvmsg(sock, &msg, &iov, 1, sizeof(*m), MSG_WAITALL);
+	int n;
 
+	rs_resume_timeouts(sock, deadline);
+	n = kernel_recvmsg(sock, &msg, &iov, 1, sizeof(*m), MSG_WAITALL);
 	if (n != sizeof(*m))
 		return n < 0 ? n : -EPROTO;	/* (a short message: the peer closed) */
 	if (be32_to_cpu(m->magic) != RS_RESUME_MAGIC || m->version != RS_PROTO_VERSION ||
@@ -157,16 +190,6 @@ static u64 rs_resume_mac(const struct rs_sock *rs, u64 label, u64 id, const u8 *
 	memcpy(in.server_nonce, ns, sizeof(in.server_nonce));
 	in.pos = (__force __u64)cpu_to_le64(pos);
 	return siphash(&in, sizeof(in), &rs->resume_key);
-}
-
-static void rs_resume_timeouts(struct socket *sock, unsigned long deadline)
-{
-	long left = (long)(deadline - jiffies);
-	long step = msecs_to_jiffies(RS_RESUME_STEP_MS);
-
-	left = clamp(left, 1L, step);
-	sock->sk->sk_rcvtimeo = left;
-	sock->sk->sk_sndtimeo = left;
 }
 
 /* ---- both ends ---- */
@@ -301,6 +324,55 @@ static void rs_resume_replay(struct rs_sock *rs)
 
 /* ---- client ---- */
 
+/*
+ * The attempt's socket @tcp is close()'s to shut from here on (NULL: no longer); false, and
+ * not published, once close() began.
+ */
+static bool rs_resume_try_publish(struct rs_sock *rs, struct socket *tcp)
+{
+	bool closing;
+
+	mutex_lock(&rs_resume_try_lock);
+	closing = tcp && test_bit(RS_F_CLOSING, &rs->flags);
+	if (!closing)
+		rs->resume_try = tcp;
+	mutex_unlock(&rs_resume_try_lock);
+	return !closing;
+}
+
+/*
+ * Connect @tcp (published), by the deadline, or until close() began: not blocking in connect()
+ * itself, which a shutdown before it started would not end.
+ */
+static int rs_resume_connect(struct rs_sock *rs, struct socket *tcp, struct sockaddr *dst,
+			     int len)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct sock *sk = tcp->sk;
+	long left;
+	int err;
+
+	err = kernel_connect(tcp, dst, len, O_NONBLOCK);
+	if (err != -EINPROGRESS)
+		return err;
+	lock_sock(sk);
+	add_wait_queue(sk_sleep(sk), &wait);
+	for (;;) {
+		smp_mb();	/* the state before CLOSING: rs_resume_stop() shuts, then we test */
+		left = (long)(rs->resume_deadline - jiffies);
+		if (!((1 << sk->sk_state) & (TCPF_SYN_SENT | TCPF_SYN_RECV)) || left <= 0 ||
+		    test_bit(RS_F_CLOSING, &rs->flags))
+			break;
+		release_sock(sk);
+		wait_woken(&wait, TASK_INTERRUPTIBLE, left);	/* (a kworker: no signal comes) */
+		lock_sock(sk);
+	}
+	remove_wait_queue(sk_sleep(sk), &wait);
+	err = sk->sk_state == TCP_ESTABLISHED ? 0 : sock_error(sk) ? : -ETIMEDOUT;
+	release_sock(sk);
+	return err;
+}
+
 /* One attempt: 0 (resumed), or an error, with the server's status if it gave one. */
 static int rs_resume_try(struct rs_sock *rs, u8 *status)
 {
@@ -324,21 +396,24 @@ static int rs_resume_try(struct rs_sock *rs, u8 *status)
 	if (err)
 		return err;
 	tcp->sk->sk_uid = rs->sk.sk_uid;
+	if (!rs_resume_try_publish(rs, tcp)) {
+		sock_release(tcp);
+		return -ECANCELED;
+	}
 	/* From the connection's own address, which the server checks (any port). */
 	src = rs->local_addr;
 	rs_addr_set_port((struct sockaddr *)&src, 0);
 	if (src.ss_family == dst.ss_family)
 		kernel_bind(tcp, (struct sockaddr *)&src, len);	/* (else the route's choice) */
-	rs_resume_timeouts(tcp, rs->resume_deadline);
-	err = kernel_connect(tcp, (struct sockaddr *)&dst, len, 0);
+	err = rs_resume_connect(rs, tcp, (struct sockaddr *)&dst, len);
 	if (err)
 		goto out;
 	get_random_bytes(nc, sizeof(nc));
 	rs_resume_msg_init(&m, RS_RESUME_HELLO, RS_RESUME_OK, id);
 	memcpy(m.nonce, nc, sizeof(nc));
-	err = rs_resume_send(tcp, &m);
+	err = rs_resume_send(tcp, &m, rs->resume_deadline);
 	if (!err)
-		err = rs_resume_recv(tcp, &m, RS_RESUME_CHALLENGE);
+		err = rs_resume_recv(tcp, &m, RS_RESUME_CHALLENGE, rs->resume_deadline);
 	if (err)
 		goto out;
 	if (m.status != RS_RESUME_OK || be64_to_cpu(m.conn_id) != id) {
@@ -351,9 +426,9 @@ static int rs_resume_try(struct rs_sock *rs, u8 *status)
 	rs_resume_msg_init(&m, RS_RESUME_PROOF, RS_RESUME_OK, id);
 	m.pos = cpu_to_be64(pos);
 	m.mac = cpu_to_be64(rs_resume_mac(rs, RS_RESUME_LABEL_CLIENT, id, nc, ns, pos));
-	err = rs_resume_send(tcp, &m);
+	err = rs_resume_send(tcp, &m, rs->resume_deadline);
 	if (!err)
-		err = rs_resume_recv(tcp, &m, RS_RESUME_ACCEPT);
+		err = rs_resume_recv(tcp, &m, RS_RESUME_ACCEPT, rs->resume_deadline);
 	if (err)
 		goto out;
 	spos = be64_to_cpu(m.pos);
@@ -364,6 +439,8 @@ static int rs_resume_try(struct rs_sock *rs, u8 *status)
 		err = -ECONNREFUSED;
 		goto out;
 	}
+	/* Ours alone from here: a close() meanwhile is seen by the attach's test. */
+	rs_resume_try_publish(rs, NULL);
 	lock_sock(&rs->sk);
 	err = -ECANCELED;
 	if (rs_resume_can_attach(rs)) {
@@ -373,8 +450,10 @@ static int rs_resume_try(struct rs_sock *rs, u8 *status)
 	}
 	release_sock(&rs->sk);
 out:
-	if (tcp)
+	if (tcp) {
+		rs_resume_try_publish(rs, NULL);
 		sock_release(tcp);
+	}
 	return err;
 }
 
@@ -438,24 +517,38 @@ static bool rs_resume_from_peer(struct rs_sock *rs, struct socket *sock)
 	return ipv6_addr_equal(&a, &b);
 }
 
+struct rs_resume_net {
+	struct mutex lock;		/* creating the listener */
+	struct socket *lsock;
+	struct work_struct accept_work;
+	struct net *net;
+	bool failed;			/* the port was taken: no resume in this namespace */
+	atomic_t hs_count;		/* handshakes not finished: the exit waits for them */
+};
+
+static unsigned int rs_resume_net_id;
+
 struct rs_resume_hs {
 	struct work_struct work;
 	struct socket *sock;
+	struct rs_resume_net *rn;
 	struct net *net;
+	unsigned long hello_by;	/* the HELLO's bound: RS_RESUME_HELLO_MS from the accept */
+	unsigned long deadline;	/* the whole handshake's: resume_timeout_ms from the accept */
 };
 
 static void rs_resume_server_work(struct work_struct *work)
 {
 	struct rs_resume_hs *hs = container_of(work, struct rs_resume_hs, work);
 	struct net *net = hs->net;
+	struct rs_resume_net *rn;
 	struct rs_sock *rs = NULL;
 	struct rs_resume_msg m;
 	u8 nc[16], ns[16];
 	u64 id, cpos;
 	int err;
 
-	rs_resume_timeouts(hs->sock, jiffies + msecs_to_jiffies(RS_RESUME_STEP_MS));
-	err = rs_resume_recv(hs->sock, &m, RS_RESUME_HELLO);
+	err = rs_resume_recv(hs->sock, &m, RS_RESUME_HELLO, hs->hello_by);
 	if (err || m.status || m.pos || m.mac || !m.conn_id) {
 		rs_count(net, RS_CNT_RESUME_REJ_MALFORMED);
 		goto out;
@@ -470,15 +563,15 @@ static void rs_resume_server_work(struct work_struct *work)
 	if (!rs) {
 		rs_count(net, RS_CNT_RESUME_REJ_UNKNOWN);
 		rs_resume_msg_init(&m, RS_RESUME_CHALLENGE, RS_RESUME_UNKNOWN, id);
-		rs_resume_send(hs->sock, &m);
+		rs_resume_send(hs->sock, &m, hs->deadline);
 		goto out;
 	}
 	get_random_bytes(ns, sizeof(ns));
 	rs_resume_msg_init(&m, RS_RESUME_CHALLENGE, RS_RESUME_OK, id);
 	memcpy(m.nonce, ns, sizeof(ns));
-	err = rs_resume_send(hs->sock, &m);
+	err = rs_resume_send(hs->sock, &m, hs->deadline);
 	if (!err)
-		err = rs_resume_recv(hs->sock, &m, RS_RESUME_PROOF);
+		err = rs_resume_recv(hs->sock, &m, RS_RESUME_PROOF, hs->deadline);
 	if (err || m.status || be64_to_cpu(m.conn_id) != id) {
 		rs_count(net, RS_CNT_RESUME_REJ_MALFORMED);
 		goto out;
@@ -488,7 +581,7 @@ static void rs_resume_server_work(struct work_struct *work)
 		/* Not the client: it gets nothing, and the connection goes on as it was. */
 		rs_count(net, RS_CNT_RESUME_REJ_AUTH);
 		rs_resume_msg_init(&m, RS_RESUME_ACCEPT, RS_RESUME_DENIED, id);
-		rs_resume_send(hs->sock, &m);
+		rs_resume_send(hs->sock, &m, hs->deadline);
 		goto out;
 	}
 	lock_sock(&rs->sk);
@@ -506,7 +599,7 @@ static void rs_resume_server_work(struct work_struct *work)
 		m.mac = cpu_to_be64(rs_resume_mac(rs, RS_RESUME_LABEL_SERVER, id, nc, ns,
 						  rs->resume_rx));
 	}
-	if (rs_resume_send(hs->sock, &m) && !err) {
+	if (rs_resume_send(hs->sock, &m, hs->deadline) && !err) {
 		rs_resume_fail(rs, RS_CNT_RESUME_TIMEOUT);
 		err = -EPIPE;
 	}
@@ -521,7 +614,11 @@ out:
 	if (hs->sock)
 		sock_release(hs->sock);
 	atomic_dec(&rs_resume_pending);
+	rn = hs->rn;
 	kfree(hs);
+	/* The last touch of the namespace's state: its exit may go on from here. */
+	if (atomic_dec_and_test(&rn->hs_count))
+		wake_up_var(&rn->hs_count);
 }
 
 /* resume_work: the client's handshake; the replay; a server's bound on waiting for its client. */
@@ -568,6 +665,16 @@ void rs_resume_stop(struct rs_sock *rs)
 	long wait = 2 * msecs_to_jiffies(READ_ONCE(rs_resume_timeout_ms)) + HZ;
 
 	rs_resume_unregister(rs);
+	/*
+	 * A client's attempt under way ends now (its wait returns), not at its deadline.  Only
+	 * while resuming: RESUMING is set under rs->lock with CLOSING tested, so not from here on.
+	 */
+	if (test_bit(RS_F_RESUMING, &rs->flags)) {
+		mutex_lock(&rs_resume_try_lock);
+		if (rs->resume_try)
+			kernel_sock_shutdown(rs->resume_try, SHUT_RDWR);
+		mutex_unlock(&rs_resume_try_lock);
+	}
 	/* (A resume still to attach never will: it fails below, as the loss made it.) */
 	if (test_bit(RS_F_REPLAY, &rs->flags))
 		wait_event_timeout(rs->close_wait, !test_bit(RS_F_REPLAY, &rs->flags), wait);
@@ -583,6 +690,14 @@ void rs_resume_stop(struct rs_sock *rs)
 	/* (A server's connection whose client did not come: it fails as the loss made it.) */
 	if (test_bit(RS_F_RESUMING, &rs->flags))
 		rs_resume_fail(rs, RS_CNT_RESUME_TIMEOUT);
+	/*
+	 * Attached after the tests above (CLOSING is set under rs->lock, the attach tests it under
+	 * lock_sock): its replay was never armed, so the peer misses bytes: a reset, never a FIN.
+	 * (Not again after the abort above, whose replay was cancelled before it ran.)
+	 */
+	if (test_bit(RS_F_REPLAY, &rs->flags) && rs_is_tcp(rs) &&
+	    READ_ONCE(rs->tcp->sk->sk_state) != TCP_CLOSE)
+		tcp_abort(rs->tcp->sk, ECONNABORTED);
 	kvfree(rs->replay_buf);
 	rs->replay_buf = NULL;
 	rs->replay_ok = false;
@@ -592,15 +707,6 @@ void rs_resume_stop(struct rs_sock *rs)
 
 /* ---- the resume listener, one per network namespace ---- */
 
-struct rs_resume_net {
-	struct mutex lock;		/* creating the listener */
-	struct socket *lsock;
-	struct work_struct accept_work;
-	struct net *net;
-	bool failed;			/* the port was taken: no resume in this namespace */
-};
-
-static unsigned int rs_resume_net_id;
 /* TCP's own data_ready (every TCP socket's): the accepted sockets get it back. */
 static void (*rs_resume_def_ready)(struct sock *sk);
 
@@ -623,6 +729,7 @@ static void rs_resume_accept_work(struct work_struct *work)
 	struct rs_resume_net *rn = container_of(work, struct rs_resume_net, accept_work);
 	struct rs_resume_hs *hs;
 	struct socket *nsock;
+	unsigned long now;
 
 	while (!kernel_accept(rn->lsock, &nsock, O_NONBLOCK)) {
 		/* A clone of the listener: its callback is the listener's. */
@@ -646,8 +753,15 @@ static void rs_resume_accept_work(struct work_struct *work)
 			continue;
 		}
 		hs->sock = nsock;
+		hs->rn = rn;
 		hs->net = rn->net;
+		now = jiffies;
+		hs->deadline = now + msecs_to_jiffies(READ_ONCE(rs_resume_timeout_ms));
+		hs->hello_by = now + msecs_to_jiffies(RS_RESUME_HELLO_MS);
+		if (time_after(hs->hello_by, hs->deadline))
+			hs->hello_by = hs->deadline;
 		INIT_WORK(&hs->work, rs_resume_server_work);
+		atomic_inc(&rn->hs_count);
 		queue_work(rs_resume_hs_wq, &hs->work);
 	}
 }
@@ -720,6 +834,7 @@ static int __net_init rs_resume_net_init(struct net *net)
 	struct rs_resume_net *rn = net_generic(net, rs_resume_net_id);
 
 	mutex_init(&rn->lock);
+	atomic_set(&rn->hs_count, 0);
 	INIT_WORK(&rn->accept_work, rs_resume_accept_work);
 	rn->net = net;
 	return 0;
@@ -739,10 +854,12 @@ static void __net_exit rs_resume_net_exit(struct net *net)
 		rn->lsock = NULL;
 	}
 	/*
-	 * Handshakes hold kernel sockets of this namespace: each ends within RS_RESUME_STEP_MS a
-	 * step.  (A resumed connection's socket holds the namespace itself.)
+	 * Handshakes hold kernel sockets of this namespace: wait for ours (none starts now, the
+	 * accepts are done), never for other namespaces'.  A handshake that found its connection
+	 * holds it, and so the namespace: one left now waits for its HELLO, RS_RESUME_HELLO_MS at
+	 * most.  (A resumed connection's socket holds the namespace itself.)
 	 */
-	flush_workqueue(rs_resume_hs_wq);
+	wait_var_event(&rn->hs_count, !atomic_read(&rn->hs_count));
 }
 
 static struct pernet_operations rs_resume_net_ops = {
