@@ -29,13 +29,20 @@
 /*
  * After close(), the last bytes and the FIN still go to the peer, as an orphaned TCP socket still
  * delivers them.  close_work looks again after 1, 1, 2, 4 ... jiffies up to RS_CLOSE_WAIT (a FIN in
- * flight, the common case: no worker sleeps), then every RS_ORPHAN_CHECK while the peer's HCA
- * completes our work requests.  As TCP bounds its orphans: at most max_orphans at a time
- * (tcp_max_orphans; beyond, the close resets), and no progress for TCP_USER_TIMEOUT if set, else
- * for orphan_timeout_s (a stalled orphan's zero-window probes give up once their backoff reaches
- * TCP_RTO_MAX), resets it.  A peer that died fails our work requests (RC retries) sooner.
+ * flight, the common case: no worker sleeps; an abortive close's RESET: RS_CLOSE_RESET_WAIT),
+ * then every RS_ORPHAN_CHECK while the peer's HCA completes our work requests.  As TCP bounds
+ * its orphans: at most max_orphans at a time (tcp_max_orphans; beyond, the close resets), and no
+ * progress for TCP_USER_TIMEOUT if set, else for orphan_timeout_s (a stalled orphan's zero-window
+ * probes give up once their backoff reaches TCP_RTO_MAX), resets it.  A peer that died fails our
+ * work requests (RC retries) sooner.
  */
 #define RS_CLOSE_WAIT		(HZ / 5)
+/*
+ * An abortive close's RESET is waited for longer (it never orphans): a disconnect that overtakes
+ * it (the QP's unsent work requests are flushed) reads to a resumable peer as a lost path, which
+ * it then waits out for resume_timeout_ms before it reports the reset.
+ */
+#define RS_CLOSE_RESET_WAIT	HZ
 #define RS_ORPHAN_CHECK		(HZ / 4)
 
 static unsigned int rs_max_orphans = 4096;
@@ -166,8 +173,9 @@ static unsigned long rs_close_next(struct rs_sock *rs)
 {
 	unsigned long delay;
 
-	if (rs->close_waited < RS_CLOSE_WAIT) {
-		delay = max(1UL, rs->close_waited);
+	if (rs->close_waited < (test_bit(RS_F_CLOSE_RESET, &rs->flags) ? RS_CLOSE_RESET_WAIT :
+							      RS_CLOSE_WAIT)) {
+		delay = min_t(unsigned long, max(1UL, rs->close_waited), RS_ORPHAN_CHECK);
 		rs->close_waited += delay;
 		return delay;
 	}
@@ -245,8 +253,8 @@ void rs_release(struct rs_sock *rs)
 			/*
 			 * What was not sent never is, nor a FIN still pending (shut down on a full
 			 * send queue): the peer must not take a truncated stream for a whole one.
-			 * Never an orphan: if the RESET is not out by RS_CLOSE_WAIT, the disconnect
-			 * says it.
+			 * Never an orphan: if the RESET is not out by RS_CLOSE_RESET_WAIT, the
+			 * disconnect says it.
 			 */
 			spin_lock_bh(&rs->lock);
 			rs->tx_staged = rs->tx_prod;

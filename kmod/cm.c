@@ -984,6 +984,14 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return rs_cm_request(rs, id, ev);
 	if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
 		return rs_cm_device_removal(rs, id);
+	/*
+	 * A child's ESTABLISHED (the CM cancelled its REP), or a DISCONNECTED or REJECTED after
+	 * which none can come: a teardown may wait for it, DYING or not (rs_comm_est_settle()).
+	 */
+	if (rs->parent && (ev->event == RDMA_CM_EVENT_ESTABLISHED ||
+			   ev->event == RDMA_CM_EVENT_DISCONNECTED ||
+			   ev->event == RDMA_CM_EVENT_REJECTED))
+		rs_comm_est_settled(rs);
 	if (test_bit(RS_F_DYING, &rs->flags))
 		return 0;
 	if (rs->parent && ev->event != RDMA_CM_EVENT_ESTABLISHED && rs_cm_child_failed(rs))

@@ -115,15 +115,20 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 	rs_mark_dying(rs, in_handler);
 	rs_keepalive_stop(rs);
 	rs_tx_stop(rs);
-	if (rs->cm_id && rs->qp && !in_handler)
+	/*
+	 * Before the id goes (the work uses it) and before the disconnect (whether it notified the
+	 * CM is known then); DYING is set, so nothing queues it again.
+	 */
+	if (cancel_work_sync(&rs->comm_est_work))
+		sock_put(&rs->sk);
+	if (rs->cm_id && rs->qp && !in_handler) {
+		rs_comm_est_settle(rs);	/* (a handler cannot wait for its own id's next event) */
 		rdma_disconnect(rs->cm_id);
+	}
 	rs_qp_destroy(rs);
 	/* Once the QP is gone: a fatal QP event's work must not abort the next connection. */
 	if (cancel_work_sync(&rs->qp_err_work))
 		sock_put(&rs->sk);	/* its reference; the caller holds one too */
-	/* Before the id goes (the work uses it); DYING is set, so nothing queues it again. */
-	if (cancel_work_sync(&rs->comm_est_work))
-		sock_put(&rs->sk);
 	/*
 	 * A connection that resumes over TCP keeps what its peer has not consumed, and where its
 	 * reader stands: nothing moves any more, the QP is gone.  (Its reader's unread bytes go

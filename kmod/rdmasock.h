@@ -101,6 +101,8 @@ enum rs_flag {
 	RS_F_REPLAY,		/* resumed: resume_work sends what the peer missed; writers wait */
 	RS_F_RESUMED,		/* the connection resumed over TCP: names are the RDMA ones */
 	RS_F_CLOSING,		/* release() began (under rs->lock): no resume starts or attaches */
+	RS_F_NOTIFIED,		/* child: rdma_notify() moved the CM to ESTABLISHED (wr.c) */
+	RS_F_CM_SETTLED,	/* child: the CM's ESTABLISHED came: its REP is cancelled */
 	RS_F_NR			/* (rs->flags is one unsigned long) */
 };
 

@@ -18,6 +18,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/wait_bit.h>
 #include "rdmasock.h"
 #include "core.h"
 #include "ring.h"
@@ -211,10 +212,42 @@ static void rs_comm_est_work(struct work_struct *work)
 	if (id && READ_ONCE(rs->sk.sk_state) == TCP_SYN_RECV &&
 	    !test_bit(RS_F_DYING, &rs->flags)) {
 		err = rdma_notify(id, IB_EVENT_COMM_EST);
-		if (err && err != -EISCONN)
+		/* (iWARP's notify does nothing: no REP there.) */
+		if (!err && rdma_cap_ib_cm(id->device, id->port_num))
+			set_bit(RS_F_NOTIFIED, &rs->flags);	/* (rs_comm_est_settle()) */
+		else if (err != -EISCONN)
 			clear_bit(RS_F_COMM_EST, &rs->flags);	/* the next message retries */
 	}
 	sock_put(&rs->sk);
+}
+
+/*
+ * A child's CM event handler, even when dying: ESTABLISHED (the CM cancelled its REP), or a
+ * DISCONNECTED or REJECTED, after which no ESTABLISHED comes.
+ */
+void rs_comm_est_settled(struct rs_sock *rs)
+{
+	set_bit(RS_F_CM_SETTLED, &rs->flags);
+	smp_mb__after_atomic();	/* the bit before the waiter's test */
+	wake_up_var(&rs->flags);
+}
+
+/*
+ * Teardown, comm_est_work cancelled, before a disconnect: a notified child's REP is cancelled only
+ * by ib_cm's own work item, and only if it still finds the id ESTABLISHED.  A DREQ sent before
+ * that overwrites the id's message without cancelling the REP, which is then retried for about a
+ * minute with the id held (its destroy, a device removal wait as long).  So wait for the CM's
+ * ESTABLISHED first, bounded: it comes within a work item's latency.  (A DREQ from the peer in
+ * that window still orphans the REP: ib_cm's cm_establish() would have to cancel it itself.  On a
+ * device removal rdma_cm drops the event, though ib_cm cancels the REP: the bound is waited out,
+ * by each such child, in parallel on rs_wq.)
+ */
+void rs_comm_est_settle(struct rs_sock *rs)
+{
+	if (!test_bit(RS_F_NOTIFIED, &rs->flags))
+		return;
+	wait_var_event_timeout(&rs->flags, test_bit(RS_F_CM_SETTLED, &rs->flags),
+			       RS_COMM_EST_SETTLE_WAIT);
 }
 
 static int rs_qp_alloc(struct rs_sock *rs, struct rdma_cm_id *id, u32 inline_size)

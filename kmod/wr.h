@@ -6,7 +6,11 @@
 #include "rdmasock.h"
 
 #define RS_SQ_CTRL_RESERVE	4	/* SQ slots data may never take: CONSUMED, FIN, RESET */
+/* A notified child's wait for the CM's ESTABLISHED before its disconnect (wr.c) */
+#define RS_COMM_EST_SETTLE_WAIT	(2 * HZ)
 void rs_comm_est(struct rs_sock *rs);
+void rs_comm_est_settled(struct rs_sock *rs);
+void rs_comm_est_settle(struct rs_sock *rs);
 void rs_wr_init(struct rs_sock *rs);
 int rs_cq_create(struct rs_sock *rs, struct ib_device *dev, u32 entries);
 void rs_cq_destroy(struct rs_sock *rs);
