@@ -40,8 +40,9 @@ help:
 	@echo "make soak       1,000 connections, the stress suite, an hour of the concurrent fuzzer and"
 	@echo "                the mutating peer on the debug kernel (SOAK_MINUTES, SOAK_KERNEL)"
 	@echo "make bench      rdmasock vs TCP vs raw verbs in one VM run (table, JSON, plot)"
-	@echo "make bench-wire TCP, rsockets and rdmasock side by side across two VMs' wire, 6.1 and"
-	@echo "                6.12: ping-pong, streams, CPU per round trip and per MB (JSON, plots)"
+	@echo "make bench-wire TCP, rsockets, SMC-R (6.12) and rdmasock side by side across two VMs'"
+	@echo "                wire, 6.1 and 6.12: ping-pong (and busy-polling), streams, set-up, redis,"
+	@echo "                CPU per round trip, MB, connection and request (JSON, plots)"
 	@echo "make install    the module (for: $(KVERS); then depmod), the tools, their man pages and"
 	@echo "                /etc/modprobe.d/rdmasock.conf (PREFIX=$(PREFIX), DESTDIR); make uninstall"
 	@echo "make install-dkms  the module's source and dkms.conf in /usr/src/rdmasock-$(VERSION)"
@@ -109,12 +110,12 @@ soak:
 		env SOAK_MINUTES=$(SOAK_MINUTES) $(TOP)/selftests/soak.sh
 
 bench:
-	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"
+	@$(TOP)/selftests/deps.sh --if-missing --bench "$(CACHE)"
 	@$(MAKE) -s all
 	@$(TOP)/selftests/bench/bench.sh
 
 bench-wire:
-	@$(TOP)/selftests/deps.sh --if-missing "$(CACHE)"
+	@$(TOP)/selftests/deps.sh --if-missing --bench "$(CACHE)"
 	@$(MAKE) -s all
 	@$(TOP)/selftests/bench/bench-wire.sh
 

@@ -1,14 +1,16 @@
 #!/bin/bash
 # Install what rdmasock needs to build and test on Debian 12 (idempotent), and take the kselftest
 # harness and checkpatch.pl from Debian's linux-source-6.1 into an ignored cache folder.
-# Usage: deps.sh [--if-missing] [--packaging] CACHE_DIR
+# Usage: deps.sh [--if-missing] [--packaging] [--bench] CACHE_DIR
 set -euo pipefail
 # --packaging: also what make deb and make check-install need (Debian's packaging tools, DKMS).
-if_missing=0 packaging=0
+# --bench: also what make bench and make bench-wire need (plots, the raw-verbs and NVMe rows).
+if_missing=0 packaging=0 bench=0
 while [ $# -gt 1 ]; do
 	case $1 in
 	--if-missing) if_missing=1; shift ;;
 	--packaging) packaging=1; shift ;;
+	--bench) bench=1; shift ;;
 	*) break ;;
 	esac
 done
@@ -21,6 +23,7 @@ PKGS=(linux-image-amd64 linux-headers-amd64 linux-image-6.12-amd64 linux-headers
 	openssh-client curl python3 libssl-dev libpython3.11-testsuite clang libbpf-dev bpftool
 	golang-go)
 [ $packaging = 1 ] && PKGS+=(dpkg-dev debhelper dh-dkms dkms lintian fakeroot man-db)
+[ $bench = 1 ] && PKGS+=(gnuplot-nox nvme-cli perftest librdmacm1)
 
 missing=()
 for p in "${PKGS[@]}"; do

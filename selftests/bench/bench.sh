@@ -3,13 +3,7 @@
 # and the ratios, keep the results as JSON and a latency plot (PNG) in build/bench/.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-need=()
-for p in nvme-cli gnuplot-nox python3 sockperf iperf3 perftest; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
-fi
+# (Its packages: selftests/deps.sh --bench, which make runs first.)
 out=$top/build/bench/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
 "$top/selftests/vm/run" --kernel "${RDMASOCK_BENCH_KERNEL:-6.1}" --mem 4096 --timeout 1800 \

@@ -10,11 +10,6 @@ import statistics
 import sys
 
 CARRIERS = ["tcp", "rsockets", "smc-r", "rdmasock"]
-# Peers the bench cannot run, per kernel series, with the reason.
-NOT_RUN = {
-    "smc-r": "not measured yet: bench-wire's first slice has TCP, rsockets and rdmasock "
-             "(SMC-R v2 needs a UEID on both hosts; on 6.1 it does not run on stock rxe)",
-}
 
 
 def med(vals):
@@ -27,47 +22,67 @@ def main():
     for p in paths:
         with open(p) as f:
             recs += [json.loads(line) for line in f if line.strip()]
+    # Carriers that cannot run on a kernel, with the reason (wire.py's smc_setup()).
+    not_run = {}
+    for r in recs:
+        if "not_run" in r:
+            not_run.setdefault(r["kernel"], {})[r["carrier"]] = r["not_run"]
+    recs = [r for r in recs if "not_run" not in r]
     kernels = sorted({r["kernel"] for r in recs})
     rows = [("pingpong", None, "p50_us", "cpu_us_per_round_trip", "64 B ping-pong p50 (us)"),
             ("pingpong", None, "p99_us", None, "64 B ping-pong p99 (us)"),
+            ("pingpong_busy", None, "p50_us", "cpu_us_per_round_trip", "  busy-polling p50 (us)"),
             ("stream", 65536, "mbit_s", "cpu_ms_per_mb", "64 KiB stream (Mbit/s)"),
-            ("stream", 4096, "mbit_s", "cpu_ms_per_mb", "4 KiB stream (Mbit/s)")]
-    summary = {"kernels": {}, "not_run": NOT_RUN, "all_ran_as_carrier": True}
+            ("stream", 4096, "mbit_s", "cpu_ms_per_mb", "4 KiB stream (Mbit/s)"),
+            ("setup", None, "per_s", "cpu_us_per_connection", "set-up (connections/s)"),
+            ("setup", None, "p50_us", None, "  connect to 1st byte (us)"),
+            ("redis", "set", "rps", "cpu_us_per_request", "redis SET (requests/s)"),
+            ("redis", "get", "rps", "cpu_us_per_request", "redis GET (requests/s)")]
+    units = {"cpu_us_per_round_trip": "us CPU / round trip", "cpu_ms_per_mb": "ms CPU / MB",
+             "cpu_us_per_connection": "us CPU / connection",
+             "cpu_us_per_request": "us CPU / request"}
+    summary = {"kernels": {}, "not_run": not_run, "all_ran_as_carrier": True}
     plot = []
     for k in kernels:
         print("\n== %s (two VMs, rxe, TCG: ratios only)" % k)
         print("%-26s %s" % ("", "".join("%-24s" % c for c in CARRIERS)))
         ks = summary["kernels"][k] = {}
         for row, size, key, cpukey, label in rows:
-            cells, cpus = [], []
+            cells, cpus, soft = [], [], []
             for c in CARRIERS:
                 sel = [r for r in recs if r["kernel"] == k and r["carrier"] == c and
                        r["row"] == row and r["size"] == size]
                 if not sel:
-                    cells.append("-")
+                    cells.append("not run" if c in not_run.get(k, {}) else "-")
                     cpus.append("-")
+                    soft.append("-")
                     continue
                 if not all(r["ran_as_carrier"] for r in sel):
                     summary["all_ran_as_carrier"] = False
                 vals = [r[key] for r in sel if key in r and r["ran_as_carrier"]]
                 cv = [r[cpukey] for r in sel if cpukey and cpukey in r and r["ran_as_carrier"]]
+                # Softirq's share of the CPU: rxe's work on 6.1 (its tasklets) with the NIC's.
+                sv = [r["cpu_s"]["softirq"] / (r["cpu_s"]["client"] + r["cpu_s"]["server"])
+                      for r in sel if r["ran_as_carrier"] and r["cpu_s"]["client"] +
+                      r["cpu_s"]["server"] > 0]
                 m = med(vals)
-                ks.setdefault(c, {})["%s_%d_%s" % (row, size or 64, key)] = {
+                ks.setdefault(c, {})["%s_%s_%s" % (row, size or 64, key)] = {
                     "median": m, "min": min(vals) if vals else None,
                     "max": max(vals) if vals else None, "n": len(vals), "of": len(sel),
-                    "cpu_median": med(cv), "cpu_unit": cpukey}
+                    "cpu_median": med(cv), "cpu_unit": cpukey,
+                    "softirq_share": None if not sv else round(med(sv), 3)}
                 cells.append("-" if m is None else "%.0f (%.0f..%.0f)%s" % (
                     m, min(vals), max(vals), "" if len(vals) == len(sel) else " !"))
                 cpus.append("-" if not cv else "%.1f" % med(cv))
-                if key in ("p50_us", "mbit_s"):
+                soft.append("-" if not sv else "%.0f %%" % (100 * med(sv)))
+                if row in ("pingpong", "stream") and key in ("p50_us", "mbit_s"):
                     plot.append((k, row, size, c, m))
             print("%-26s %s" % (label, "".join("%-24s" % x for x in cells)))
             if cpukey:
-                unit = "us CPU / round trip" if cpukey == "cpu_us_per_round_trip" else \
-                    "ms CPU / MB"
-                print("%-26s %s" % ("  " + unit, "".join("%-24s" % x for x in cpus)))
-    for c, why in NOT_RUN.items():
-        print("%s: %s" % (c, why))
+                print("%-26s %s" % ("  " + units[cpukey], "".join("%-24s" % x for x in cpus)))
+                print("%-26s %s" % ("    of it softirq", "".join("%-24s" % x for x in soft)))
+        for c, why in sorted(not_run.get(k, {}).items()):
+            print("%s not run: %s" % (c, why))
     bad = [r for r in recs if not r["ran_as_carrier"]]
     for r in bad:
         print("NOT AS ITS CARRIER: %s round %d %s %s: %s" % (r["kernel"], r["round"],
@@ -75,7 +90,7 @@ def main():
     with open(summary_path, "w") as f:
         json.dump(summary, f, indent=1)
     # One line per kernel (and stream size), a column per carrier that ran: gnuplot histograms.
-    ran = [c for c in CARRIERS if c not in NOT_RUN]
+    ran = [c for c in CARRIERS if any(r["carrier"] == c for r in recs)]
     for name, row in (("pingpong", "pingpong"), ("stream", "stream")):
         with open("%s/%s.dat" % (plot_dir, name), "w") as f:
             f.write("# %s %s\n" % (name, " ".join(ran)))

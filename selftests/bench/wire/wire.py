@@ -2,8 +2,9 @@
 """make bench-wire, inside the two guests (selftests/vm/run --two-vm): every carrier in each round,
 rounds interleaved (the carriers' order rotates), unchanged sockperf and iperf3 over each.
 
-The server guest runs a sockperf and an iperf3 server per carrier and a control port that answers
-"snap" with its CPU times and counters; the client runs the rows, snapping both guests around each,
+The server guest runs a sockperf, an iperf3, a set-up (setup-rate.c) and a redis server per carrier
+and a control port that answers "snap" with its CPU times and counters (and "busy on|off": busy
+polling for the busy ping-pong row); the client runs the rows, snapping both guests around each,
 and writes one JSON line per measurement to $RDMASOCK_OUT/wire.jsonl.  Each measurement is checked
 to have run as its carrier: rxe's packet counters moved for the RDMA carriers (and stayed still for
 TCP), and rdmasock's connections were RDMA connections with no fallback.
@@ -17,31 +18,79 @@ import subprocess
 import sys
 import time
 
+import smc
+
 TOP = os.environ["RDMASOCK_TOP"]
 BIN = os.path.join(TOP, "build", "userlib")
 COMPAT = os.path.join(TOP, "build", "bench-wire", "rs-compat.so")
+SETUP = os.path.join(TOP, "build", "bench-wire", "setup-rate")
+SMC_PRELOAD = os.path.join(TOP, "build", "bench-wire", "smc-preload.so")
+SMC_EID = "RDMASOCK-BENCH-WIRE"
 RSPRELOAD = "/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so"
 HWC = "/sys/class/infiniband/rxe0/ports/1/hw_counters"
-CARRIERS = ["tcp", "rsockets", "rdmasock"]
+ALL = ["tcp", "rsockets", "smc-r", "rdmasock"]	# (their ports: the index in this list)
+CARRIERS = list(ALL)				# those that run on this kernel: smc_setup()
 CTL_PORT = 11399
 STREAMS = [65536, 4096]
+BUSY_US = "50"          # busy polling for the busy row: TCP's busy_read/busy_poll, rdmasock's
+REDIS_CLIENTS = 4
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def prefix(carrier):
     if carrier == "rsockets":
         return ["env", "LD_PRELOAD=%s:%s" % (COMPAT, RSPRELOAD)]
+    if carrier == "smc-r":
+        return ["env", "LD_PRELOAD=%s" % SMC_PRELOAD]
     if carrier == "rdmasock":
         return [os.path.join(BIN, "rdmasock-run"), "-q", "--"]
     return []
 
 
 def sockperf_port(carrier):
-    return 11300 + CARRIERS.index(carrier)
+    return 11300 + ALL.index(carrier)
 
 
 def iperf_port(carrier):
-    return 5300 + CARRIERS.index(carrier)
+    return 5300 + ALL.index(carrier)
+
+
+def setup_port(carrier):
+    return 11500 + ALL.index(carrier)
+
+
+def redis_port(carrier):
+    return 6300 + ALL.index(carrier)
+
+
+def smc_setup():
+    """SMC-R where it can run: None, or why not (then it is left out of CARRIERS)."""
+    why = None
+    if os.uname().release.startswith("6.1."):
+        why = ("not runnable on stock 6.1 rxe: SMC-R v2 needs a pnet entry there (6.1's rxe has "
+               "no get_netdev) and a workaround for two rxe bugs (a stale cur_qp_state; CQ arming "
+               "with both notify bits never fires); without it SMC-R times out and its cleanup "
+               "hangs in smc_wr_drain_cq")
+    else:
+        try:
+            subprocess.run(["modprobe", "smc"], check=True, capture_output=True)
+            smc.ueid_add(SMC_EID)	# rxe has RoCE v2 GIDs only: v2, which needs a UEID
+            smc.stats()
+        except (OSError, subprocess.CalledProcessError) as e:
+            why = "SMC-R could not be set up: %s" % e
+    if why:
+        CARRIERS.remove("smc-r")
+    return why
+
+
+def set_busy(on):
+    """Busy polling on or off in this guest: TCP's sysctls and rdmasock's parameter (rsockets
+    polls for a while before it sleeps anyway, its own default)."""
+    val = BUSY_US if on else "0"
+    for path in ("/proc/sys/net/core/busy_read", "/proc/sys/net/core/busy_poll",
+                 "/sys/module/rdmasock/parameters/busy_poll_us"):
+        with open(path, "w") as f:
+            f.write(val)
 
 
 def snap():
@@ -58,6 +107,10 @@ def snap():
         except OSError:
             pass
     s["rxe_pkts"] = pkts
+    try:
+        s["smc"] = smc.stats() if "smc-r" in CARRIERS else None
+    except OSError:
+        s["smc"] = None
     out = subprocess.run([os.path.join(BIN, "rdmasock-stat"), "-s", "-j"],
                          capture_output=True, text=True)
     try:
@@ -75,6 +128,8 @@ def delta(a, b):
          "rxe_pkts": b["rxe_pkts"] - a["rxe_pkts"]}
     for k in ("rdma_conns", "fallbacks"):
         d[k] = None if a[k] is None or b[k] is None else b[k] - a[k]
+    d["smc"] = None if not a.get("smc") or not b.get("smc") else \
+        {k: b["smc"][k] - a["smc"][k] for k in a["smc"]}
     return d
 
 
@@ -92,6 +147,13 @@ def server(addr):
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         procs.append(subprocess.Popen(prefix(c) + ["iperf3", "-s", "-p", str(iperf_port(c))],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(subprocess.Popen(prefix(c) + [SETUP, "server", addr, str(setup_port(c))],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(subprocess.Popen(prefix(c) + ["redis-server", "--port", str(redis_port(c)),
+                                                   "--bind", addr, "--save", "",
+                                                   "--appendonly", "no",
+                                                   "--protected-mode", "no"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     lsn = socket.create_server((addr, CTL_PORT))
     lsn.settimeout(1800)
     conn, _ = lsn.accept()
@@ -99,6 +161,10 @@ def server(addr):
     for line in f:
         if line.strip() == "snap":
             f.write(json.dumps(snap()) + "\n")
+            f.flush()
+        elif line.startswith("busy "):
+            set_busy(line.split()[1] == "on")
+            f.write("ok\n")
             f.flush()
         else:
             break
@@ -137,6 +203,35 @@ def pingpong(carrier, peer, secs):
     return r, r.get("round_trips", 0)
 
 
+def setup(carrier, peer, secs):
+    out = subprocess.run(prefix(carrier) + [SETUP, "client", peer, str(setup_port(carrier)),
+                                            str(secs)],
+                         capture_output=True, text=True, timeout=secs + 120)
+    try:
+        r = json.loads(out.stdout)
+        return r, r["conns"]
+    except (ValueError, KeyError):
+        return {"error": (out.stdout + out.stderr).strip().splitlines()[-3:]}, 0
+
+
+def redis(carrier, peer, secs, test):
+    n = 500 * secs
+    out = subprocess.run(prefix(carrier) + ["redis-benchmark", "-h", peer,
+                                            "-p", str(redis_port(carrier)),
+                                            "-c", str(REDIS_CLIENTS), "-n", str(n), "-t", test,
+                                            "--csv"],
+                         capture_output=True, text=True, timeout=secs * 10 + 120)
+    for line in out.stdout.splitlines():
+        cols = [c.strip('"') for c in line.split(",")]
+        if cols[0].lower() == test and len(cols) >= 7:
+            try:
+                return {"rps": float(cols[1]), "p50_ms": float(cols[4]),
+                        "p99_ms": float(cols[6]), "requests": n}, n
+            except ValueError:
+                break
+    return {"error": (out.stdout + out.stderr).strip().splitlines()[-3:]}, 0
+
+
 def stream(carrier, peer, secs, size):
     out = subprocess.run(prefix(carrier) + ["iperf3", "-c", peer, "-p", str(iperf_port(carrier)),
                                             "-t", str(secs), "-l", str(size), "-J"],
@@ -151,8 +246,9 @@ def stream(carrier, peer, secs, size):
 
 def ran_as(carrier, row, units, d):
     """Whether the measurement ran as its carrier, and if not why."""
-    # A lower bound on rxe packets: one per round trip each way, one per 4 KiB of a stream.
-    want = units if row == "pingpong" else units // 4096
+    # A lower bound on rxe packets: one per round trip or request, one per 4 KiB of a stream,
+    # two per connection (its CM exchange alone is more).
+    want = {"stream": units // 4096, "setup": 2 * units}.get(row, units)
     if carrier == "tcp":
         ok = d["rxe_pkts"] < max(100, want // 100)
         return ok, None if ok else "rxe moved %d packets under TCP" % d["rxe_pkts"]
@@ -160,7 +256,14 @@ def ran_as(carrier, row, units, d):
         return False, "no result"
     if d["rxe_pkts"] < want:
         return False, "rxe moved %d packets, want >= %d" % (d["rxe_pkts"], want)
-    if carrier == "rdmasock" and (not d["rdma_conns"] or d["fallbacks"]):
+    if carrier == "smc-r":
+        m = d["smc"]
+        conns = units if row == "setup" else 1
+        if not m or m["clnt_v2_succ"] < conns or m["clnt_hs_err"] or \
+                (row != "setup" and not m["tx_bytes"] + m["rx_bytes"]):
+            return False, "SMC's statistics: %s (want >= %d SMC-R v2 connections)" % (m, conns)
+    if carrier == "rdmasock" and (not d["rdma_conns"] or d["fallbacks"] or
+                                  (row == "setup" and d["rdma_conns"] < units)):
         return False, "rdmasock: %s RDMA connections, %s fallbacks" % (d["rdma_conns"],
                                                                        d["fallbacks"])
     return True, None
@@ -177,14 +280,16 @@ def record(carrier, row, size, res, units, a, b):
     if why:
         rec["why"] = why
     cpu = busy(dc) + busy(ds)
-    if units and row == "pingpong":
-        rec["cpu_us_per_round_trip"] = round(cpu * 1e6 / units, 1)
+    per = {"pingpong": "cpu_us_per_round_trip", "pingpong_busy": "cpu_us_per_round_trip",
+           "setup": "cpu_us_per_connection", "redis": "cpu_us_per_request"}
+    if units and row in per:
+        rec[per[row]] = round(cpu * 1e6 / units, 1)
     elif units:
         rec["cpu_ms_per_mb"] = round(cpu * 1e3 / (units / 1e6), 3)
     return rec
 
 
-def client(peer, rounds, secs, out):
+def client(peer, rounds, secs, out, smc_why):
     f = wait_for(peer, CTL_PORT).makefile("rw")
 
     def both():
@@ -192,21 +297,41 @@ def client(peer, rounds, secs, out):
         f.flush()
         return snap(), json.loads(f.readline())
 
+    def busy_both(on):
+        set_busy(on)
+        f.write("busy %s\n" % ("on" if on else "off"))
+        f.flush()
+        f.readline()
+
     def measure(carrier, row, size):
+        if row == "pingpong_busy":
+            busy_both(True)
         a = both()
-        if row == "pingpong":
+        if row in ("pingpong", "pingpong_busy"):
             res, units = pingpong(carrier, peer, secs)
+        elif row == "setup":
+            res, units = setup(carrier, peer, secs)
+        elif row == "redis":
+            res, units = redis(carrier, peer, secs, size)
         else:
             res, units = stream(carrier, peer, secs, size)
-        return res, units, a, both()
+        b = both()
+        if row == "pingpong_busy":
+            busy_both(False)
+        return res, units, a, b
 
     # (rsockets' servers take no TCP connection: their first measurement is retried instead.)
     for c in ("tcp", "rdmasock"):
         wait_for(peer, sockperf_port(c)).close()
     started = set()
-    rows = [("pingpong", None)] + [("stream", s) for s in STREAMS]
+    rows = [("pingpong", None), ("pingpong_busy", None)] + [("stream", s) for s in STREAMS] + \
+        [("setup", None), ("redis", "set"), ("redis", "get")]
     bad = 0
     with open(out, "w") as jf:
+        if smc_why:
+            jf.write(json.dumps({"kernel": os.uname().release, "carrier": "smc-r",
+                                 "not_run": smc_why}) + "\n")
+            print("wire: smc-r %s" % smc_why, flush=True)
         for rnd in range(rounds):
             order = CARRIERS[rnd % len(CARRIERS):] + CARRIERS[:rnd % len(CARRIERS)]
             for carrier, (row, size) in ((c, r) for c in order for r in rows):
@@ -221,10 +346,11 @@ def client(peer, rounds, secs, out):
                 jf.write(json.dumps(rec) + "\n")
                 jf.flush()
                 shown = {k: v for k, v in rec.items()
-                         if k in ("p50_us", "p99_us", "mbit_s", "error", "why",
-                                  "cpu_us_per_round_trip", "cpu_ms_per_mb")}
+                         if k in ("p50_us", "p99_us", "mbit_s", "per_s", "rps", "error", "why",
+                                  "cpu_us_per_round_trip", "cpu_ms_per_mb",
+                                  "cpu_us_per_connection", "cpu_us_per_request")}
                 print("wire: round %d %-8s %-8s %s" % (rnd + 1, carrier,
-                      row + ("" if size is None else " %d" % size), json.dumps(shown)),
+                      row + ("" if size is None else " %s" % size), json.dumps(shown)),
                       flush=True)
     f.write("quit\n")
     f.flush()
@@ -233,10 +359,11 @@ def client(peer, rounds, secs, out):
 
 def main():
     rounds, secs = int(sys.argv[1]), int(sys.argv[2])
+    smc_why = smc_setup()
     if os.environ.get("RDMASOCK_VM_ROLE") == "server":
         return server(os.environ["RDMASOCK_ADDR"])
     return client(os.environ["RDMASOCK_PEER_ADDR"], rounds, secs,
-                  os.path.join(os.environ["RDMASOCK_OUT"], "wire.jsonl"))
+                  os.path.join(os.environ["RDMASOCK_OUT"], "wire.jsonl"), smc_why)
 
 
 if __name__ == "__main__":
