@@ -23,9 +23,11 @@ def main():
         with open(p) as f:
             recs += [json.loads(line) for line in f if line.strip()]
     # Carriers that cannot run on a kernel, with the reason (wire.py's smc_setup()).
-    not_run = {}
+    not_run, cannot = {}, {}
     for r in recs:
-        if "not_run" in r:
+        if "not_run" in r and "row" in r:
+            cannot.setdefault(r["kernel"], {})[(r["carrier"], r["row"])] = r["not_run"]
+        elif "not_run" in r:
             not_run.setdefault(r["kernel"], {})[r["carrier"]] = r["not_run"]
     recs = [r for r in recs if "not_run" not in r]
     kernels = sorted({r["kernel"] for r in recs})
@@ -41,7 +43,9 @@ def main():
     units = {"cpu_us_per_round_trip": "us CPU / round trip", "cpu_ms_per_mb": "ms CPU / MB",
              "cpu_us_per_connection": "us CPU / connection",
              "cpu_us_per_request": "us CPU / request"}
-    summary = {"kernels": {}, "not_run": not_run, "all_ran_as_carrier": True}
+    summary = {"kernels": {}, "not_run": not_run, "all_ran_as_carrier": True,
+               "rows_not_run": {k: {"%s %s" % cr: why for cr, why in v.items()}
+                                for k, v in cannot.items()}}
     plot = []
     for k in kernels:
         print("\n== %s (two VMs, rxe, TCG: ratios only)" % k)
@@ -53,7 +57,8 @@ def main():
                 sel = [r for r in recs if r["kernel"] == k and r["carrier"] == c and
                        r["row"] == row and r["size"] == size]
                 if not sel:
-                    cells.append("not run" if c in not_run.get(k, {}) else "-")
+                    cells.append("not run" if c in not_run.get(k, {}) or
+                                 (c, row) in cannot.get(k, {}) else "-")
                     cpus.append("-")
                     soft.append("-")
                     continue
@@ -83,6 +88,8 @@ def main():
                 print("%-26s %s" % ("    of it softirq", "".join("%-24s" % x for x in soft)))
         for c, why in sorted(not_run.get(k, {}).items()):
             print("%s not run: %s" % (c, why))
+        for (c, row), why in sorted(cannot.get(k, {}).items()):
+            print("%s %s not run: %s" % (c, row, why))
     bad = [r for r in recs if not r["ran_as_carrier"]]
     for r in bad:
         print("NOT AS ITS CARRIER: %s round %d %s %s: %s" % (r["kernel"], r["round"],

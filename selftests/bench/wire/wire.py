@@ -34,6 +34,9 @@ CTL_PORT = 11399
 STREAMS = [65536, 4096]
 BUSY_US = "50"          # busy polling for the busy row: TCP's busy_read/busy_poll, rdmasock's
 REDIS_CLIENTS = 4
+# Rows a carrier cannot run, with the reason (reported, not measured).
+CANNOT = {("rsockets", "redis"): "redis's event loop is epoll, which librspreload does not take "
+                                 "over (it exports poll and select only): redis hangs"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -149,6 +152,8 @@ def server(addr):
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         procs.append(subprocess.Popen(prefix(c) + [SETUP, "server", addr, str(setup_port(c))],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        if (c, "redis") in CANNOT:
+            continue
         procs.append(subprocess.Popen(prefix(c) + ["redis-server", "--port", str(redis_port(c)),
                                                    "--bind", addr, "--save", "",
                                                    "--appendonly", "no",
@@ -220,7 +225,7 @@ def redis(carrier, peer, secs, test):
                                             "-p", str(redis_port(carrier)),
                                             "-c", str(REDIS_CLIENTS), "-n", str(n), "-t", test,
                                             "--csv"],
-                         capture_output=True, text=True, timeout=secs * 10 + 120)
+                         capture_output=True, text=True, timeout=secs * 10 + 60)
     for line in out.stdout.splitlines():
         cols = [c.strip('"') for c in line.split(",")]
         if cols[0].lower() == test and len(cols) >= 7:
@@ -332,9 +337,14 @@ def client(peer, rounds, secs, out, smc_why):
             jf.write(json.dumps({"kernel": os.uname().release, "carrier": "smc-r",
                                  "not_run": smc_why}) + "\n")
             print("wire: smc-r %s" % smc_why, flush=True)
+        for (c, row), why in CANNOT.items():
+            if c in CARRIERS:
+                jf.write(json.dumps({"kernel": os.uname().release, "carrier": c, "row": row,
+                                     "not_run": why}) + "\n")
         for rnd in range(rounds):
             order = CARRIERS[rnd % len(CARRIERS):] + CARRIERS[:rnd % len(CARRIERS)]
-            for carrier, (row, size) in ((c, r) for c in order for r in rows):
+            for carrier, (row, size) in ((c, r) for c in order for r in rows
+                                         if (c, r[0]) not in CANNOT):
                 for _ in range(1 if carrier in started else 30):
                     res, units, a, b = measure(carrier, row, size)
                     if units:
