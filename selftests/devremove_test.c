@@ -409,15 +409,12 @@ TEST(hundred_connections_resume_at_once)
  */
 TEST(close_while_resuming_returns_at_once)
 {
-	char timeout[32] = "", syn_sent[160];
+	char timeout[24], syn_sent[160];
 	int c, s, seen = 0, gone = 0;
-	FILE *f;
 
 	device_present(_metadata);
-	f = fopen(TIMEOUT_PARAM, "r");
-	ASSERT_NE(NULL, f);
-	ASSERT_NE(NULL, fgets(timeout, sizeof(timeout), f));
-	fclose(f);
+	ASSERT_LT(0, read_long(TIMEOUT_PARAM));
+	snprintf(timeout, sizeof(timeout), "%ld", read_long(TIMEOUT_PARAM));
 	snprintf(syn_sent, sizeof(syn_sent),
 		 "ss -Htn state syn-sent '( dport = :%ld )' | grep -q .", read_long(PORT_PARAM));
 	ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, AF_INET, &c, &s));

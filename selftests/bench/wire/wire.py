@@ -190,6 +190,11 @@ def wait_for(peer, port, secs=300):
     raise SystemExit("wire.py: %s:%d never came up" % (peer, port))
 
 
+def failed(out):
+    """A tool's result that has no figures: the last lines it printed."""
+    return {"error": (out.stdout + out.stderr).strip().splitlines()[-3:]}
+
+
 def pingpong(carrier, peer, secs):
     out = subprocess.run(prefix(carrier) + ["sockperf", "ping-pong", "--tcp", "-i", peer,
                                             "-p", str(sockperf_port(carrier)), "-t", str(secs),
@@ -204,7 +209,7 @@ def pingpong(carrier, peer, secs):
         elif "ReceivedMessages=" in line:
             r["round_trips"] = int(line.split("ReceivedMessages=")[1].split()[0].strip(";"))
     if "p50_us" not in r or not r.get("round_trips"):
-        r["error"] = (out.stdout + out.stderr).strip().splitlines()[-3:]
+        r.update(failed(out))
     return r, r.get("round_trips", 0)
 
 
@@ -216,7 +221,7 @@ def setup(carrier, peer, secs):
         r = json.loads(out.stdout)
         return r, r["conns"]
     except (ValueError, KeyError):
-        return {"error": (out.stdout + out.stderr).strip().splitlines()[-3:]}, 0
+        return failed(out), 0
 
 
 def redis(carrier, peer, secs, test):
@@ -234,7 +239,7 @@ def redis(carrier, peer, secs, test):
                         "p99_ms": float(cols[6]), "requests": n}, n
             except ValueError:
                 break
-    return {"error": (out.stdout + out.stderr).strip().splitlines()[-3:]}, 0
+    return failed(out), 0
 
 
 def stream(carrier, peer, secs, size):
@@ -246,7 +251,7 @@ def stream(carrier, peer, secs, size):
         return {"mbit_s": round(end["bits_per_second"] / 1e6, 2), "bytes": end["bytes"]}, \
             end["bytes"]
     except (ValueError, KeyError, TypeError):
-        return {"error": (out.stdout + out.stderr).strip().splitlines()[-3:]}, 0
+        return failed(out), 0
 
 
 def ran_as(carrier, row, units, d):
