@@ -5,12 +5,14 @@
 # interleaved rounds (selftests/bench/wire/wire.py): 64 B ping-pong (and busy-polling), 64 KiB and
 # 4 KiB streams, connection set-up (wire/setup-rate.c), redis-benchmark SET and GET.  Results: build/bench-wire/<time>/ (one JSON
 # line per measurement, summary.json with medians and spreads, a plot when gnuplot is there).
-# RDMASOCK_WIRE_KERNELS (default "6.1 6.12"), RDMASOCK_WIRE_ROUNDS (3), RDMASOCK_WIRE_SECONDS (4).
+# RDMASOCK_WIRE_KERNELS (default "6.1 6.12"), RDMASOCK_WIRE_ROUNDS (3), RDMASOCK_WIRE_SECONDS (4),
+# RDMASOCK_WIRE_ROWS (default all: pingpong,pingpong_busy,stream,setup,redis, or a subset).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 kernels=${RDMASOCK_WIRE_KERNELS:-6.1 6.12}
 rounds=${RDMASOCK_WIRE_ROUNDS:-3}
 secs=${RDMASOCK_WIRE_SECONDS:-4}
+rows=${RDMASOCK_WIRE_ROWS:-all}
 # (Its packages: selftests/deps.sh --bench, which make runs first.)
 mkdir -p "$top/build/bench-wire"
 gcc -O2 -Wall -Wextra -shared -fPIC -o "$top/build/bench-wire/rs-compat.so" \
@@ -24,7 +26,7 @@ mkdir -p "$out"
 results=()
 for k in $kernels; do
 	"$top/selftests/vm/run" --kernel "$k" --two-vm --timeout 1800 --out "$out/$k" -- \
-		"$top/selftests/bench/wire/wire.py" "$rounds" "$secs" > "$out/vm-$k.log" 2>&1
+		"$top/selftests/bench/wire/wire.py" "$rounds" "$secs" "$rows" > "$out/vm-$k.log" 2>&1
 	st=$?
 	grep -h '^wire: ' "$out/$k/client/console.log" 2>/dev/null | sed "s/^/[$k] /"
 	[ -s "$out/$k/client/wire.jsonl" ] && results+=("$out/$k/client/wire.jsonl")

@@ -16,6 +16,33 @@ def med(vals):
     return statistics.median(vals) if vals else None
 
 
+def where(k, recs, ks):
+    """Where the CPU went: each guest's busiest tasks (wire.py's snap), summed over the rounds, as
+    a share of both guests' busy time.  On 6.12 rxe's work shows as kworker-rxe_wq."""
+    print("where the CPU went (busiest tasks, share of both guests' busy time over all rounds):")
+    for row, size, label in (("pingpong", None, "ping-pong"), ("stream", 65536, "64 KiB stream"),
+                             ("setup", None, "set-up")):
+        for c in CARRIERS:
+            sel = [r for r in recs if r["kernel"] == k and r["carrier"] == c and
+                   r["row"] == row and r["size"] == size and r["ran_as_carrier"] and
+                   "busiest" in r["client"]]
+            total = sum(r["cpu_s"]["client"] + r["cpu_s"]["server"] for r in sel)
+            if not sel or total <= 0:
+                continue
+            parts, out = [], {}
+            for side in ("client", "server"):
+                by = {}
+                for r in sel:
+                    for name, sec in r[side]["busiest"]:
+                        by[name] = by.get(name, 0) + sec
+                top = sorted(by.items(), key=lambda x: -x[1])[:3]
+                out[side] = [[n, round(sec / total, 3)] for n, sec in top]
+                parts.append("%s: %s" % (side, ", ".join("%s %.0f %%" % (n, 100 * sec / total)
+                                                        for n, sec in top)))
+            ks.setdefault(c, {})["%s_%s_busiest" % (row, size or 64)] = out
+            print("  %-14s %-9s %s" % (label, c, "; ".join(parts)))
+
+
 def main():
     summary_path, plot_dir, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
     recs = []
@@ -86,6 +113,7 @@ def main():
             if cpukey:
                 print("%-26s %s" % ("  " + units[cpukey], "".join("%-24s" % x for x in cpus)))
                 print("%-26s %s" % ("    of it softirq", "".join("%-24s" % x for x in soft)))
+        where(k, recs, ks)
         for c, why in sorted(not_run.get(k, {}).items()):
             print("%s not run: %s" % (c, why))
         for (c, row), why in sorted(cannot.get(k, {}).items()):

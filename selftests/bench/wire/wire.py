@@ -9,10 +9,14 @@ and writes one JSON line per measurement to $RDMASOCK_OUT/wire.jsonl.  Each meas
 to have run as its carrier: rxe's packet counters moved for the RDMA carriers (and stayed still for
 TCP), and rdmasock's connections were RDMA connections with no fallback.
 
-usage (in both guests): wire.py ROUNDS SECONDS
+usage (in both guests): wire.py ROUNDS SECONDS [ROWS]
+(ROWS: a comma-separated subset of pingpong,pingpong_busy,stream,setup,redis; all by default)
 """
+import importlib.machinery
+import importlib.util
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -38,6 +42,20 @@ REDIS_CLIENTS = 4
 CANNOT = {("rsockets", "redis"): "redis's event loop is epoll, which librspreload does not take "
                                  "over (it exports poll and select only): redis hangs"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+TOP_N = 4               # the busiest tasks of each guest kept per measurement
+
+
+def load_rdmasock_stat():
+    """rdmasock-stat's own parser of /proc/net/rdmasock_stat (not a process per snap)."""
+    path = os.path.join(BIN, "rdmasock-stat")
+    loader = importlib.machinery.SourceFileLoader("rdmasock_stat", path)
+    spec = importlib.util.spec_from_loader("rdmasock_stat", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+RSTAT = load_rdmasock_stat()
 
 
 def prefix(carrier):
@@ -114,21 +132,55 @@ def snap():
         s["smc"] = smc.stats() if "smc-r" in CARRIERS else None
     except OSError:
         s["smc"] = None
-    out = subprocess.run([os.path.join(BIN, "rdmasock-stat"), "-s", "-j"],
-                         capture_output=True, text=True)
     try:
-        st = json.loads(out.stdout)
+        st = RSTAT.read_stats()
         s["rdma_conns"] = st["connections_rdma"]["netns"]
         s["fallbacks"] = sum(v["netns"] for k, v in st.items()
                              if k.startswith("fallback_") and k != "fallback_none")
-    except (ValueError, KeyError):
+    except (OSError, ValueError, KeyError):
         s["rdma_conns"] = s["fallbacks"] = None
+    s["tasks"] = tasks()
     return s
+
+
+def task_name(comm):
+    """A task's name without its instance: kworker/u4:2-rxe_wq -> kworker-rxe_wq (the suffix is
+    the workqueue the worker last ran), ksoftirqd/1 -> ksoftirqd."""
+    return re.sub(r"/[^-+]*", "", comm).replace("+", "-")
+
+
+def tasks():
+    """CPU seconds of every task: its own and its reaped children's (this script's tools)."""
+    t = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                line = f.read()
+        except OSError:
+            continue
+        comm = line[line.index("(") + 1:line.rindex(")")]
+        f = line[line.rindex(")") + 2:].split()
+        t[pid] = (task_name(comm), sum(int(v) for v in f[11:15]) / CLK_TCK)
+    return t
+
+
+def busiest(a, b):
+    """The tasks that took most CPU between two snaps, summed by name (tasks that came and went
+    in between are in their parent's children's time; a kworker is named by the workqueue it ran
+    last)."""
+    by = {}
+    for pid, (name, cpu) in b.items():
+        d = cpu - (a[pid][1] if pid in a else 0)	# (a kworker's name may change)
+        if d > 0:
+            by[name] = by.get(name, 0) + d
+    return [[n, round(c, 2)] for n, c in sorted(by.items(), key=lambda x: -x[1])[:TOP_N]]
 
 
 def delta(a, b):
     d = {"cpu": {k: round(b["cpu"][k] - a["cpu"][k], 3) for k in a["cpu"]},
-         "rxe_pkts": b["rxe_pkts"] - a["rxe_pkts"]}
+         "rxe_pkts": b["rxe_pkts"] - a["rxe_pkts"], "busiest": busiest(a["tasks"], b["tasks"])}
     for k in ("rdma_conns", "fallbacks"):
         d[k] = None if a[k] is None or b[k] is None else b[k] - a[k]
     d["smc"] = None if not a.get("smc") or not b.get("smc") else \
@@ -299,7 +351,11 @@ def record(carrier, row, size, res, units, a, b):
     return rec
 
 
-def client(peer, rounds, secs, out, smc_why):
+ROWS = [("pingpong", None), ("pingpong_busy", None)] + [("stream", s) for s in STREAMS] + \
+    [("setup", None), ("redis", "set"), ("redis", "get")]
+
+
+def client(peer, rounds, secs, out, smc_why, only):
     f = wait_for(peer, CTL_PORT).makefile("rw")
 
     def both():
@@ -334,8 +390,7 @@ def client(peer, rounds, secs, out, smc_why):
     for c in ("tcp", "rdmasock"):
         wait_for(peer, sockperf_port(c)).close()
     started = set()
-    rows = [("pingpong", None), ("pingpong_busy", None)] + [("stream", s) for s in STREAMS] + \
-        [("setup", None), ("redis", "set"), ("redis", "get")]
+    rows = [r for r in ROWS if not only or r[0] in only]
     bad = 0
     with open(out, "w") as jf:
         if smc_why:
@@ -374,11 +429,14 @@ def client(peer, rounds, secs, out, smc_why):
 
 def main():
     rounds, secs = int(sys.argv[1]), int(sys.argv[2])
+    only = sys.argv[3].split(",") if len(sys.argv) > 3 and sys.argv[3] != "all" else []
+    if any(r not in {row for row, _ in ROWS} for r in only):
+        raise SystemExit("wire.py: rows are a subset of %s" % ",".join(dict(ROWS)))
     smc_why = smc_setup()
     if os.environ.get("RDMASOCK_VM_ROLE") == "server":
         return server(os.environ["RDMASOCK_ADDR"])
     return client(os.environ["RDMASOCK_PEER_ADDR"], rounds, secs,
-                  os.path.join(os.environ["RDMASOCK_OUT"], "wire.jsonl"), smc_why)
+                  os.path.join(os.environ["RDMASOCK_OUT"], "wire.jsonl"), smc_why, only)
 
 
 if __name__ == "__main__":
