@@ -17,6 +17,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -43,6 +44,7 @@ CANNOT = {("rsockets", "redis"): "redis's event loop is epoll, which librspreloa
                                  "over (it exports poll and select only): redis hangs"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TOP_N = 4               # the busiest tasks of each guest kept per measurement
+SERVED = {}             # the server guest's server processes: pid -> carrier
 
 
 def load_rdmasock_stat():
@@ -162,7 +164,8 @@ def tasks():
             continue
         comm = line[line.index("(") + 1:line.rindex(")")]
         f = line[line.rindex(")") + 2:].split()
-        t[pid] = (task_name(comm), sum(int(v) for v in f[11:15]) / CLK_TCK)
+        name = task_name(comm) + ("[%s]" % SERVED[int(pid)] if int(pid) in SERVED else "")
+        t[pid] = (name, sum(int(v) for v in f[11:15]) / CLK_TCK)
     return t
 
 
@@ -194,23 +197,30 @@ def busy(d):
     return c["user"] + c["nice"] + c["system"] + c["irq"] + c["softirq"]
 
 
+def only(procs, carrier):
+    """Only @carrier's servers run (the others stopped: rsockets' idle servers poll, and would
+    be charged to every carrier's measurement); "all": every one."""
+    for p in procs:
+        run = carrier == "all" or SERVED[p.pid] == carrier
+        p.send_signal(signal.SIGCONT if run else signal.SIGSTOP)
+
+
 def server(addr):
     procs = []
+
+    def start(c, cmd):
+        procs.append(subprocess.Popen(prefix(c) + cmd, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL))
+        SERVED[procs[-1].pid] = c	# (rdmasock-run and env exec their command)
+
     for c in CARRIERS:
-        procs.append(subprocess.Popen(prefix(c) + ["sockperf", "server", "--tcp", "-i", addr,
-                                                   "-p", str(sockperf_port(c))],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        procs.append(subprocess.Popen(prefix(c) + ["iperf3", "-s", "-p", str(iperf_port(c))],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        procs.append(subprocess.Popen(prefix(c) + [SETUP, "server", addr, str(setup_port(c))],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        start(c, ["sockperf", "server", "--tcp", "-i", addr, "-p", str(sockperf_port(c))])
+        start(c, ["iperf3", "-s", "-p", str(iperf_port(c))])
+        start(c, [SETUP, "server", addr, str(setup_port(c))])
         if (c, "redis") in CANNOT:
             continue
-        procs.append(subprocess.Popen(prefix(c) + ["redis-server", "--port", str(redis_port(c)),
-                                                   "--bind", addr, "--save", "",
-                                                   "--appendonly", "no",
-                                                   "--protected-mode", "no"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        start(c, ["redis-server", "--port", str(redis_port(c)), "--bind", addr, "--save", "",
+                  "--appendonly", "no", "--protected-mode", "no"])
     lsn = socket.create_server((addr, CTL_PORT))
     lsn.settimeout(1800)
     conn, _ = lsn.accept()
@@ -223,8 +233,13 @@ def server(addr):
             set_busy(line.split()[1] == "on")
             f.write("ok\n")
             f.flush()
+        elif line.startswith("only "):
+            only(procs, line.split()[1])
+            f.write("ok\n")
+            f.flush()
         else:
             break
+    only(procs, "all")
     for p in procs:
         p.terminate()
     for p in procs:
@@ -355,7 +370,7 @@ ROWS = [("pingpong", None), ("pingpong_busy", None)] + [("stream", s) for s in S
     [("setup", None), ("redis", "set"), ("redis", "get")]
 
 
-def client(peer, rounds, secs, out, smc_why, only):
+def client(peer, rounds, secs, out, smc_why, rows_only):
     f = wait_for(peer, CTL_PORT).makefile("rw")
 
     def both():
@@ -370,6 +385,9 @@ def client(peer, rounds, secs, out, smc_why, only):
         f.readline()
 
     def measure(carrier, row, size):
+        f.write("only %s\n" % carrier)	# the other carriers' servers stopped meanwhile
+        f.flush()
+        f.readline()
         if row == "pingpong_busy":
             busy_both(True)
         a = both()
@@ -390,7 +408,7 @@ def client(peer, rounds, secs, out, smc_why, only):
     for c in ("tcp", "rdmasock"):
         wait_for(peer, sockperf_port(c)).close()
     started = set()
-    rows = [r for r in ROWS if not only or r[0] in only]
+    rows = [r for r in ROWS if not rows_only or r[0] in rows_only]
     bad = 0
     with open(out, "w") as jf:
         if smc_why:
@@ -429,14 +447,14 @@ def client(peer, rounds, secs, out, smc_why, only):
 
 def main():
     rounds, secs = int(sys.argv[1]), int(sys.argv[2])
-    only = sys.argv[3].split(",") if len(sys.argv) > 3 and sys.argv[3] != "all" else []
-    if any(r not in {row for row, _ in ROWS} for r in only):
+    rows_only = sys.argv[3].split(",") if len(sys.argv) > 3 and sys.argv[3] != "all" else []
+    if any(r not in {row for row, _ in ROWS} for r in rows_only):
         raise SystemExit("wire.py: rows are a subset of %s" % ",".join(dict(ROWS)))
     smc_why = smc_setup()
     if os.environ.get("RDMASOCK_VM_ROLE") == "server":
         return server(os.environ["RDMASOCK_ADDR"])
     return client(os.environ["RDMASOCK_PEER_ADDR"], rounds, secs,
-                  os.path.join(os.environ["RDMASOCK_OUT"], "wire.jsonl"), smc_why, only)
+                  os.path.join(os.environ["RDMASOCK_OUT"], "wire.jsonl"), smc_why, rows_only)
 
 
 if __name__ == "__main__":
