@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/rdmasock.h>
 
@@ -182,12 +183,34 @@ static inline int proc_sockets(void)
 	return n;
 }
 
-/* poll() one fd for @events, up to @ms; returns revents (0 on timeout). */
+/*
+ * poll() one fd for @events, up to @ms; returns revents (0 on timeout).  A signal's handler
+ * (SIGURG, which can come before the urgent byte is readable) ends poll() with EINTR: poll again
+ * for the time left, so that only the deadline means "not in @ms".
+ */
 static inline short poll_one(int fd, short events, int ms)
 {
 	struct pollfd p = { .fd = fd, .events = events };
+	struct timespec end, now;
+	long left = ms;
+	int n;
 
-	return poll(&p, 1, ms) == 1 ? p.revents : 0;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += ms / 1000;
+	end.tv_nsec += (ms % 1000) * 1000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	while ((n = poll(&p, 1, left)) < 0 && errno == EINTR) {
+		if (ms < 0)
+			continue;	/* no deadline */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = (end.tv_sec - now.tv_sec) * 1000 + (end.tv_nsec - now.tv_nsec) / 1000000;
+		if (left < 0)
+			left = 0;
+	}
+	return n == 1 ? p.revents : 0;
 }
 
 /* Simple deterministic byte pattern for stream checks. */

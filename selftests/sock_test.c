@@ -925,7 +925,26 @@ TEST_F(pair, oob_byte_out_of_band)
 	sigurgs = 0;
 	ASSERT_EQ(3, send(self->cfd, "abc", 3, 0));
 	ASSERT_EQ(3, send(self->cfd, "xyz", 3, MSG_OOB));
-	ASSERT_EQ(POLLPRI, poll_one(self->sfd, POLLPRI, 5000) & POLLPRI);
+	if (!(poll_one(self->sfd, POLLPRI, 5000) & POLLPRI)) {
+		/*
+		 * (Failed once on the debug kernel when SIGURG, which comes with the URG before
+		 * the byte, ended poll() with EINTR: poll_one() polls on since.)  What both ends
+		 * hold, then whether the urgent byte is late or lost, within the harness's 30 s.
+		 * It still fails.
+		 */
+		struct timespec t0, t1;
+		short late;
+
+		if (variant->carrier == CARRIER_RDMASOCK &&
+		    system("sed 's/^/# /' /proc/net/rdmasock /proc/net/rdmasock_stat >&2"))
+			TH_LOG("no /proc/net/rdmasock");
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		late = poll_one(self->sfd, POLLPRI, 15000) & POLLPRI;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		TH_LOG("no POLLPRI in 5 s; %s %ld ms later", late ? "it came" : "none",
+		       (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
+		ASSERT_TRUE(false);
+	}
 	ASSERT_LT(0, sigurgs);
 	ASSERT_EQ(0, at_mark(self->sfd));
 	ASSERT_EQ(1, recv(self->sfd, buf, 1, MSG_OOB | MSG_PEEK));

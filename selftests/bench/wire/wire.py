@@ -4,7 +4,8 @@ rounds interleaved (the carriers' order rotates), unchanged sockperf and iperf3 
 
 The server guest runs a sockperf, an iperf3, a set-up (setup-rate.c) and a redis server per carrier
 and a control port that answers "snap" with its CPU times and counters (and "busy on|off": busy
-polling for the busy ping-pong row); the client runs the rows, snapping both guests around each,
+polling for the busy ping-pong row; "only CARRIER": that carrier's servers run, the others are
+stopped); the client runs the rows, snapping both guests around each (CPU by kind and by task),
 and writes one JSON line per measurement to $RDMASOCK_OUT/wire.jsonl.  Each measurement is checked
 to have run as its carrier: rxe's packet counters moved for the RDMA carriers (and stayed still for
 TCP), and rdmasock's connections were RDMA connections with no fallback.
@@ -152,7 +153,7 @@ def task_name(comm):
 
 
 def tasks():
-    """CPU seconds of every task: its own and its reaped children's (this script's tools)."""
+    """CPU seconds of every task: its own, and its reaped children's (this script's tools)."""
     t = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -165,7 +166,8 @@ def tasks():
         comm = line[line.index("(") + 1:line.rindex(")")]
         f = line[line.rindex(")") + 2:].split()
         name = task_name(comm) + ("[%s]" % SERVED[int(pid)] if int(pid) in SERVED else "")
-        t[pid] = (name, sum(int(v) for v in f[11:15]) / CLK_TCK)
+        t[pid] = (name, sum(int(v) for v in f[11:13]) / CLK_TCK,
+                  sum(int(v) for v in f[13:15]) / CLK_TCK)
     return t
 
 
@@ -174,10 +176,12 @@ def busiest(a, b):
     in between are in their parent's children's time; a kworker is named by the workqueue it ran
     last)."""
     by = {}
-    for pid, (name, cpu) in b.items():
-        d = cpu - (a[pid][1] if pid in a else 0)	# (a kworker's name may change)
-        if d > 0:
-            by[name] = by.get(name, 0) + d
+    for pid, (name, own, kids) in b.items():
+        # (A kworker's name may change.)  The client's tools are this script's reaped children.
+        for n, i, v in ((name, 1, own), ("children of " + name, 2, kids)):
+            d = v - (a[pid][i] if pid in a else 0)
+            if d > 0:
+                by[n] = by.get(n, 0) + d
     return [[n, round(c, 2)] for n, c in sorted(by.items(), key=lambda x: -x[1])[:TOP_N]]
 
 
@@ -385,6 +389,7 @@ def client(peer, rounds, secs, out, smc_why, rows_only):
         f.readline()
 
     def measure(carrier, row, size):
+        time.sleep(0.5)	# the last measurement's servers close their connections first
         f.write("only %s\n" % carrier)	# the other carriers' servers stopped meanwhile
         f.flush()
         f.readline()
