@@ -230,19 +230,19 @@ def server(addr):
     conn, _ = lsn.accept()
     f = conn.makefile("rw")
     for line in f:
-        if line.strip() == "snap":
-            f.write(json.dumps(snap()) + "\n")
-            f.flush()
-        elif line.startswith("busy "):
-            set_busy(line.split()[1] == "on")
-            f.write("ok\n")
-            f.flush()
-        elif line.startswith("only "):
-            only(procs, line.split()[1])
-            f.write("ok\n")
-            f.flush()
+        cmd = line.split()
+        if cmd == ["snap"]:
+            reply = json.dumps(snap())
+        elif len(cmd) == 2 and cmd[0] == "busy":
+            set_busy(cmd[1] == "on")
+            reply = "ok"
+        elif len(cmd) == 2 and cmd[0] == "only":
+            only(procs, cmd[1])
+            reply = "ok"
         else:
             break
+        f.write(reply + "\n")
+        f.flush()
     only(procs, "all")
     for p in procs:
         p.terminate()
@@ -377,22 +377,22 @@ ROWS = [("pingpong", None), ("pingpong_busy", None)] + [("stream", s) for s in S
 def client(peer, rounds, secs, out, smc_why, rows_only):
     f = wait_for(peer, CTL_PORT).makefile("rw")
 
-    def both():
-        f.write("snap\n")
+    def ask(cmd):
+        """One command to the server guest's control port; its one-line reply."""
+        f.write(cmd + "\n")
         f.flush()
-        return snap(), json.loads(f.readline())
+        return f.readline()
+
+    def both():
+        return snap(), json.loads(ask("snap"))
 
     def busy_both(on):
         set_busy(on)
-        f.write("busy %s\n" % ("on" if on else "off"))
-        f.flush()
-        f.readline()
+        ask("busy %s" % ("on" if on else "off"))
 
     def measure(carrier, row, size):
         time.sleep(0.5)	# the last measurement's servers close their connections first
-        f.write("only %s\n" % carrier)	# the other carriers' servers stopped meanwhile
-        f.flush()
-        f.readline()
+        ask("only %s" % carrier)	# the other carriers' servers stopped meanwhile
         if row == "pingpong_busy":
             busy_both(True)
         a = both()
