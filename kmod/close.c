@@ -38,11 +38,12 @@
  */
 #define RS_CLOSE_WAIT		(HZ / 5)
 /*
- * An abortive close's RESET is waited for longer (it never orphans): a disconnect that overtakes
- * it (the QP's unsent work requests are flushed) reads to a resumable peer as a lost path, which
- * it then waits out for resume_timeout_ms before it reports the reset.  Its completion ends the
- * wait, so the bound costs only a peer that does not answer; 1 s was overtaken once on 6.12 under
- * the suite's load (rxe's work queued behind other connections').
+ * An abortive close's RESET is waited for longer, and no more (it counts against max_orphans
+ * past RS_CLOSE_WAIT; a full SQ defers it to the next send completion): a disconnect that
+ * overtakes it (the QP's unsent work requests are flushed) reads to a resumable peer as a lost
+ * path, which it then waits out for resume_timeout_ms before it reports the reset.  Its
+ * completion ends the wait, so the bound costs only a peer that does not answer; 1 s was
+ * overtaken once on 6.12 under the suite's load (rxe's work queued behind other connections').
  */
 #define RS_CLOSE_RESET_WAIT	(3 * HZ)
 #define RS_ORPHAN_CHECK		(HZ / 4)
@@ -50,7 +51,7 @@
 static unsigned int rs_max_orphans = 4096;
 module_param_named(max_orphans, rs_max_orphans, uint, 0644);
 MODULE_PARM_DESC(max_orphans,
-		 "closed connections still delivering their last bytes, at most (as tcp_max_orphans)");
+		 "closed connections still delivering their last bytes or RESET, at most (as tcp_max_orphans)");
 
 static unsigned int rs_orphan_timeout_s = 120;
 module_param_named(orphan_timeout_s, rs_orphan_timeout_s, uint, 0644);
@@ -122,22 +123,28 @@ int rs_shutdown(struct rs_sock *rs, int how)
 	return err;
 }
 
-/* Does the orphan stay?  False when it must be reset: too many, or no progress for too long. */
+/* Is there room for one more orphan (counted once)?  False: too many, it must go now. */
+static bool rs_orphan_admit(struct rs_sock *rs)
+{
+	if (rs->orphan_counted)
+		return true;
+	if (atomic_inc_return(&rs_orphans) > READ_ONCE(rs_max_orphans)) {
+		atomic_dec(&rs_orphans);
+		rs_count(sock_net(&rs->sk), RS_CNT_ORPHAN_DROPPED);
+		return false;
+	}
+	rs->orphan_counted = true;
+	rs->orphan_progress = jiffies;
+	return true;
+}
+
+/* Does the orphan stay?  False when it must be reset: no progress for too long. */
 static bool rs_orphan_keep(struct rs_sock *rs)
 {
 	struct net *net = sock_net(&rs->sk);
 	unsigned long limit;
 	u32 done;
 
-	if (!rs->orphan_counted) {
-		if (atomic_inc_return(&rs_orphans) > READ_ONCE(rs_max_orphans)) {
-			atomic_dec(&rs_orphans);
-			rs_count(net, RS_CNT_ORPHAN_DROPPED);
-			return false;
-		}
-		rs->orphan_counted = true;
-		rs->orphan_progress = jiffies;
-	}
 	spin_lock_bh(&rs->lock);
 	done = rs->sq_done;		/* the peer's HCA acknowledged our work requests */
 	spin_unlock_bh(&rs->lock);
@@ -173,16 +180,22 @@ static bool rs_orphan_keep(struct rs_sock *rs)
 /* When close_work looks again at a socket whose last work requests are in flight; 0: now. */
 static unsigned long rs_close_next(struct rs_sock *rs)
 {
+	bool reset = test_bit(RS_F_CLOSE_RESET, &rs->flags);
 	unsigned long delay;
 
-	if (rs->close_waited < (test_bit(RS_F_CLOSE_RESET, &rs->flags) ? RS_CLOSE_RESET_WAIT :
-							      RS_CLOSE_WAIT)) {
+	/*
+	 * Past RS_CLOSE_WAIT a socket counts against max_orphans, one that waits for its RESET
+	 * too: the limit bounds what closed sockets hold, however they were closed.
+	 */
+	if (rs->close_waited >= RS_CLOSE_WAIT && !rs_orphan_admit(rs))
+		return 0;
+	if (rs->close_waited < (reset ? RS_CLOSE_RESET_WAIT : RS_CLOSE_WAIT)) {
 		delay = min_t(unsigned long, max(1UL, rs->close_waited), RS_ORPHAN_CHECK);
 		rs->close_waited += delay;
 		return delay;
 	}
-	/* An abortive close never orphans (as TCP's): the disconnect is the reset then. */
-	if (test_bit(RS_F_CLOSE_RESET, &rs->flags))
+	/* An abortive close never orphans for longer (as TCP's): the disconnect is the reset. */
+	if (reset)
 		return 0;
 	return rs_orphan_keep(rs) ? RS_ORPHAN_CHECK : 0;
 }
@@ -218,6 +231,7 @@ void rs_release(struct rs_sock *rs)
 {
 	struct sock *sk = &rs->sk;
 	bool rdma;
+	int err;
 
 	if (cancel_delayed_work_sync(&rs->connect_work))
 		sock_put(sk);	/* the pending work's reference */
@@ -255,15 +269,17 @@ void rs_release(struct rs_sock *rs)
 			/*
 			 * What was not sent never is, nor a FIN still pending (shut down on a full
 			 * send queue): the peer must not take a truncated stream for a whole one.
-			 * Never an orphan: if the RESET is not out by RS_CLOSE_RESET_WAIT, the
-			 * disconnect says it.
+			 * No orphan for longer: if the RESET is not out by RS_CLOSE_RESET_WAIT (or
+			 * max_orphans are there), the disconnect says it.
 			 */
 			spin_lock_bh(&rs->lock);
 			rs->tx_staged = rs->tx_prod;
 			set_bit(RS_F_FIN_SENT, &rs->flags);
 			set_bit(RS_F_CLOSE_RESET, &rs->flags);
+			err = __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_RESET, true);
+			if (err == -ENOBUFS)	/* a full SQ: the next send completion posts it */
+				rs_ctrl_defer(rs, RS_F_RESET_DUE, err);
 			spin_unlock_bh(&rs->lock);
-			rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_RESET, true);
 		} else {
 			rs_send_fin(rs);
 		}

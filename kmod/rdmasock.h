@@ -91,8 +91,9 @@ enum rs_flag {
 	RS_F_SWITCH_WAIT,	/* a SWITCH found the SQ full: retried after a completion */
 	RS_F_PUSH_DUE,		/* staged bytes found the SQ full: the next completion pushes */
 	RS_F_GROW_DUE,		/* a RESIZE found the SQ full or a fence: a completion retries */
+	RS_F_RESET_DUE,		/* close()'s RESET found the SQ full: a completion posts it */
 	RS_F_TCP_COUNTED,	/* TCP mode: counted in connections_tcp (once established) */
-	RS_F_CLOSE_RESET,	/* closed with a RESET: never an orphan */
+	RS_F_CLOSE_RESET,	/* closed with a RESET: waits for it, never longer */
 	RS_F_URG_PENDING,	/* MSG_OOB: the URG for tx_urg goes before any more data */
 	RS_F_COMM_EST,		/* child: the client's first message told the CM (rs_comm_est) */
 	RS_F_RESUMABLE,		/* both hellos had RS_HELLO_F_RESUME: a lost path resumes on TCP */

@@ -95,6 +95,14 @@ void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		 test_and_clear_bit(RS_F_AUTOCORKED, &rs->flags);
 	/* A RESIZE a fence or a full SQ held back, once no fence is up (decided under the lock). */
 	grow = !test_bit(RS_F_SQ_FENCE, &rs->flags) && rs_due(rs, RS_F_GROW_DUE);
+	/*
+	 * An abortive close's RESET a full SQ held back, under the lock rs_tx_idle() takes: the
+	 * closer never finds the queue idle before it is posted.  (Failing otherwise, the QP is
+	 * gone: the disconnect is the reset.)
+	 */
+	if (rs_due(rs, RS_F_RESET_DUE) &&
+	    __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_RESET, true) == -ENOBUFS)
+		set_bit(RS_F_RESET_DUE, &rs->flags);
 	spin_unlock(&rs->lock);
 	if (fence_err)
 		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: it is gone */
@@ -264,7 +272,8 @@ bool rs_tx_idle(struct rs_sock *rs)
 	bool idle;
 
 	spin_lock_bh(&rs->lock);
-	idle = (rs->sq_posted == rs->sq_done && rs->tx_staged == rs->tx_prod) ||
+	idle = (rs->sq_posted == rs->sq_done && rs->tx_staged == rs->tx_prod &&
+		!test_bit(RS_F_RESET_DUE, &rs->flags)) ||
 	       test_bit(RS_F_DISCONNECTED, &rs->flags) || test_bit(RS_F_ABORTED, &rs->flags);
 	spin_unlock_bh(&rs->lock);
 	return idle;

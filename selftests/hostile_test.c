@@ -589,13 +589,15 @@ TEST_F_TIMEOUT(once, blocked_writer_wakes_when_a_finished_peer_dies, 180)
 /*
  * An orphan: we write "0123456789" and close while the peer's receive queue is empty (stall_recv:
  * RNR, retried for ever, as TCP's zero-window probes go on while the peer answers).  @user_timeout
- * (ms, or 0) is set before the close; @max_orphans (or -1) is the module's limit meanwhile.  Returns
- * what the peer said once it posted its receives, after @stall seconds.
+ * (ms, or 0) is set before the close; @max_orphans (or -1) is the module's limit meanwhile; @abort:
+ * the close is abortive (SO_LINGER {1, 0}: a RESET).  Returns what the peer said once it posted its
+ * receives, after @stall seconds.
  */
 static void orphan_case(struct __test_metadata *_metadata, FIXTURE_DATA(once) *self, int stall,
-			int user_timeout, int max_orphans, char *said, size_t size)
+			int user_timeout, int max_orphans, bool abort, char *said, size_t size)
 {
 	const char *param = "/sys/module/rdmasock/parameters/max_orphans";
+	struct linger lin = { .l_onoff = 1, .l_linger = 0 };
 	char arg[32], old[16] = "";
 	int one = 1, s, fd;
 	pid_t pid;
@@ -618,8 +620,10 @@ static void orphan_case(struct __test_metadata *_metadata, FIXTURE_DATA(once) *s
 		ASSERT_LT(0, dprintf(fd, "%d\n", max_orphans));
 		close(fd);
 	}
+	if (abort)
+		ASSERT_EQ(0, setsockopt(s, SOL_SOCKET, SO_LINGER, &lin, sizeof(lin)));
 	close(s);
-	if (!user_timeout && max_orphans) {
+	if (!user_timeout && max_orphans && !abort) {
 		/* Still there, past our close(), for as long as the peer does not take the bytes. */
 		for (int i = 0; i < 100 && rs_counter("orphans") != 1; i++)
 			poll_one(-1, 0, 50);
@@ -651,7 +655,7 @@ TEST_F_TIMEOUT(once, orphan_delivers_after_a_long_stall, 90)
 	long long retries = rs_counter(retry);
 	char said[64];
 
-	orphan_case(_metadata, self, 12, 0, -1, said, sizeof(said));
+	orphan_case(_metadata, self, 12, 0, -1, false, said, sizeof(said));
 	/*
 	 * 6.12's rxe answers a write to a QP without receives with silence, not an RNR NAK: our RC
 	 * retries then run out (as TCP's retransmissions would), and no peer is alive and stalled.
@@ -667,7 +671,7 @@ TEST_F_TIMEOUT(once, orphan_user_timeout_resets, 90)
 	long long timeouts = rs_counter("orphans_timed_out");
 	char said[64];
 
-	orphan_case(_metadata, self, 4, 1000, -1, said, sizeof(said));
+	orphan_case(_metadata, self, 4, 1000, -1, false, said, sizeof(said));
 	ASSERT_STREQ("got 0 bytes, no fin\n", said);
 	ASSERT_EQ(timeouts + 1, rs_counter("orphans_timed_out"));
 }
@@ -678,7 +682,22 @@ TEST_F_TIMEOUT(once, orphans_beyond_the_limit_reset, 90)
 	long long dropped = rs_counter("orphans_dropped");
 	char said[64];
 
-	orphan_case(_metadata, self, 2, 0, 0, said, sizeof(said));
+	orphan_case(_metadata, self, 2, 0, 0, false, said, sizeof(said));
+	ASSERT_STREQ("got 0 bytes, no fin\n", said);
+	ASSERT_EQ(dropped + 1, rs_counter("orphans_dropped"));
+}
+
+/*
+ * An abortive close waits for its RESET to leave (here it cannot: the peer posts no receive), and
+ * counts against max_orphans meanwhile: beyond the limit it goes at once, as an orphan does, and
+ * the peer never sees the bytes close() dropped.
+ */
+TEST_F_TIMEOUT(once, abortive_close_beyond_the_orphan_limit_goes_at_once, 90)
+{
+	long long dropped = rs_counter("orphans_dropped");
+	char said[64];
+
+	orphan_case(_metadata, self, 2, 0, 0, true, said, sizeof(said));
 	ASSERT_STREQ("got 0 bytes, no fin\n", said);
 	ASSERT_EQ(dropped + 1, rs_counter("orphans_dropped"));
 }

@@ -188,25 +188,31 @@ static inline int proc_sockets(void)
  * (SIGURG, which can come before the urgent byte is readable) ends poll() with EINTR: poll again
  * for the time left, so that only the deadline means "not in @ms".
  */
+/* Milliseconds on the monotonic clock (a start for ms_since()). */
+static inline long long mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
+}
+
+static inline long long ms_since(long long start)
+{
+	return mono_ms() - start;
+}
+
 static inline short poll_one(int fd, short events, int ms)
 {
 	struct pollfd p = { .fd = fd, .events = events };
-	struct timespec end, now;
-	long left = ms;
+	long long start = mono_ms();
+	long long left = ms;
 	int n;
 
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_sec += ms / 1000;
-	end.tv_nsec += (ms % 1000) * 1000000L;
-	if (end.tv_nsec >= 1000000000L) {
-		end.tv_sec++;
-		end.tv_nsec -= 1000000000L;
-	}
-	while ((n = poll(&p, 1, left)) < 0 && errno == EINTR) {
+	while ((n = poll(&p, 1, (int)left)) < 0 && errno == EINTR) {
 		if (ms < 0)
 			continue;	/* no deadline */
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		left = (end.tv_sec - now.tv_sec) * 1000 + (end.tv_nsec - now.tv_nsec) / 1000000;
+		left = ms - ms_since(start);
 		if (left < 0)
 			left = 0;
 	}

@@ -117,12 +117,15 @@ def set_busy(on):
             f.write(val)
 
 
-def snap():
-    """CPU seconds by kind (all CPUs), rxe's packets, rdmasock's connection counters."""
+def snap(start):
+    """CPU seconds by kind (all CPUs), rxe's packets, rdmasock's connection counters.  The scan of
+    every task (its own CPU time) goes outside the measurement: before /proc/stat is read at its
+    @start, after it at its end."""
+    s = {"tasks": tasks()} if start else {}
     with open("/proc/stat") as f:
         cpu = f.readline().split()[1:8]
     names = ["user", "nice", "system", "idle", "iowait", "irq", "softirq"]
-    s = {"cpu": {n: int(v) / CLK_TCK for n, v in zip(names, cpu)}, "t": time.time()}
+    s.update({"cpu": {n: int(v) / CLK_TCK for n, v in zip(names, cpu)}, "t": time.time()})
     pkts = 0
     for c in ("sent_pkts", "rcvd_pkts"):
         try:
@@ -142,7 +145,8 @@ def snap():
                              if k.startswith("fallback_") and k != "fallback_none")
     except (OSError, ValueError, KeyError):
         s["rdma_conns"] = s["fallbacks"] = None
-    s["tasks"] = tasks()
+    if not start:
+        s["tasks"] = tasks()
     return s
 
 
@@ -206,7 +210,8 @@ def only(procs, carrier):
     be charged to every carrier's measurement); "all": every one."""
     for p in procs:
         run = carrier == "all" or SERVED[p.pid] == carrier
-        p.send_signal(signal.SIGCONT if run else signal.SIGSTOP)
+        # (The whole group: a wrapper that forked its server rather than exec'd it too.)
+        os.killpg(p.pid, signal.SIGCONT if run else signal.SIGSTOP)
 
 
 def server(addr):
@@ -214,7 +219,7 @@ def server(addr):
 
     def start(c, cmd):
         procs.append(subprocess.Popen(prefix(c) + cmd, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL))
+                                      stderr=subprocess.DEVNULL, start_new_session=True))
         SERVED[procs[-1].pid] = c	# (rdmasock-run and env exec their command)
 
     for c in CARRIERS:
@@ -231,8 +236,8 @@ def server(addr):
     f = conn.makefile("rw")
     for line in f:
         cmd = line.split()
-        if cmd == ["snap"]:
-            reply = json.dumps(snap())
+        if len(cmd) == 2 and cmd[0] == "snap":
+            reply = json.dumps(snap(cmd[1] == "start"))
         elif len(cmd) == 2 and cmd[0] == "busy":
             set_busy(cmd[1] == "on")
             reply = "ok"
@@ -245,7 +250,7 @@ def server(addr):
         f.flush()
     only(procs, "all")
     for p in procs:
-        p.terminate()
+        os.killpg(p.pid, signal.SIGTERM)
     for p in procs:
         p.wait()
     return 0
@@ -383,8 +388,14 @@ def client(peer, rounds, secs, out, smc_why, rows_only):
         f.flush()
         return f.readline()
 
-    def both():
-        return snap(), json.loads(ask("snap"))
+    def both(start):
+        """Both guests' snaps; the server's taken nearer the measurement (after ours at its
+        start, before ours at its end)."""
+        if start:
+            mine = snap(True)
+            return mine, json.loads(ask("snap start"))
+        theirs = json.loads(ask("snap end"))
+        return snap(False), theirs
 
     def busy_both(on):
         set_busy(on)
@@ -395,7 +406,7 @@ def client(peer, rounds, secs, out, smc_why, rows_only):
         ask("only %s" % carrier)	# the other carriers' servers stopped meanwhile
         if row == "pingpong_busy":
             busy_both(True)
-        a = both()
+        a = both(True)
         if row in ("pingpong", "pingpong_busy"):
             res, units = pingpong(carrier, peer, secs)
         elif row == "setup":
@@ -404,7 +415,7 @@ def client(peer, rounds, secs, out, smc_why, rows_only):
             res, units = redis(carrier, peer, secs, size)
         else:
             res, units = stream(carrier, peer, secs, size)
-        b = both()
+        b = both(False)
         if row == "pingpong_busy":
             busy_both(False)
         return res, units, a, b
