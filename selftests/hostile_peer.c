@@ -26,7 +26,8 @@
  * "stall_recv:S" posts no receive after READY, so the kernel's writes meet RNR NAKs (its QP retries
  * for ever, as TCP probes a zero window); prints "stalled", waits S seconds, then posts receives
  * and reports what arrives within 5 s: "got N bytes, fin" (N bytes of DATA, their contents
- * "0123..." checked, then the FIN), or "... no fin" when the kernel gave up on the connection.
+ * "0123..." checked, then the FIN), "... reset" (then a RESET), or "... no fin" when the kernel
+ * gave up on the connection without either.
  * "mutate" (RDMASOCK_MUTATE_SEED, RDMASOCK_MUTATE_STEPS): after a valid set-up, a stream of
  * messages taken from valid traffic (DATA at the right cursor, CONSUMED, READY, FIN, RESIZE,
  * SWITCH, KEEPALIVE) with fields mutated at random: lengths, cursors, remote addresses, codes,
@@ -250,14 +251,14 @@ static int stall_recv(int seconds)
 {
 	struct rdma_cm_event *ev;
 	struct ibv_wc wc;
-	int bytes = 0, fin = 0, gone = 0;
+	int bytes = 0, fin = 0, reset = 0, gone = 0;
 
 	printf("stalled\n");
 	fflush(stdout);
 	sleep(seconds);
 	post_recvs(200);
-	for (int t = 0; t < 5000 && !fin && !gone; t++) {
-		while (!fin && ibv_poll_cq(cq, 1, &wc) > 0) {
+	for (int t = 0; t < 5000 && !fin && !reset && !gone; t++) {
+		while (!fin && !reset && ibv_poll_cq(cq, 1, &wc) > 0) {
 			uint32_t imm = be32toh(wc.imm_data);
 
 			if (wc.status != IBV_WC_SUCCESS) {
@@ -270,6 +271,8 @@ static int stall_recv(int seconds)
 				bytes += imm;
 			else if (imm == rs_imm(RS_IMM_CTRL, RS_CTRL_FIN))
 				fin = 1;
+			else if (imm == rs_imm(RS_IMM_CTRL, RS_CTRL_RESET))
+				reset = 1;
 		}
 		if (!rdma_get_cm_event(ch, &ev)) {
 			gone |= ev->event == RDMA_CM_EVENT_DISCONNECTED;
@@ -280,7 +283,7 @@ static int stall_recv(int seconds)
 	for (int i = 0; i < bytes; i++)
 		if (ring[i] != '0' + i % 10)
 			bytes = -1;
-	printf("got %d bytes, %s\n", bytes, fin ? "fin" : "no fin");
+	printf("got %d bytes, %s\n", bytes, fin ? "fin" : reset ? "reset" : "no fin");
 	return fin ? 0 : 1;
 }
 

@@ -703,6 +703,62 @@ TEST_F_TIMEOUT(once, abortive_close_beyond_the_orphan_limit_goes_at_once, 90)
 }
 
 /*
+ * An abortive close whose RESET finds the send queue full still resets: the peer takes nothing
+ * for 6 s (no receive posted), writes fill the queue's data slots (autocork off: a WRITE each,
+ * until the window shuts) and four keepalive probes (1 s apart) its control reserve; the RESET of close() then waits for
+ * the next send completion, which comes once the peer posts receives.  The peer reads the bytes,
+ * then the RESET.
+ */
+TEST_F_TIMEOUT(once, abortive_close_on_a_full_send_queue_still_resets, 90)
+{
+	const char *retry = "wc_error_transport_retry_counter_exceeded";
+	const char *param = "/sys/module/rdmasock/parameters/autocork";
+	long long deferred = rs_counter("ctrl_deferred_sq_full");
+	long long probes = rs_counter("keepalive_probes");
+	struct linger lin = { .l_onoff = 1, .l_linger = 0 };
+	long long retries = rs_counter(retry);
+	int one = 1, idle = 1, cnt = 20, s, fd, i;
+	char said[64], want[64], old[8] = "";
+	pid_t pid;
+	FILE *out;
+
+	ASSERT_EQ(0, spawn_peer_out(&self->ss, "--client", "stall_recv:6", "stalled\n", &pid, &out));
+	ASSERT_EQ(POLLIN, poll_one(self->lfd, POLLIN, 20000));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
+	ASSERT_EQ(0, setsockopt(s, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+	fd = open(param, O_RDWR);
+	ASSERT_LT(0, read(fd, old, sizeof(old) - 1));
+	ASSERT_LT(0, dprintf(fd, "0\n"));
+	for (i = 0; i < 100 && send(s, "0123456789", 10, MSG_DONTWAIT) == 10; i++)
+		;
+	ASSERT_EQ(EAGAIN, errno);
+	snprintf(want, sizeof(want), "got %d bytes, reset\n", i * 10);
+	ASSERT_LT(0, pwrite(fd, old, strlen(old), 0));
+	close(fd);
+	ASSERT_EQ(0, setsockopt(s, SOL_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)));
+	ASSERT_EQ(0, setsockopt(s, SOL_TCP, TCP_KEEPINTVL, &idle, sizeof(idle)));
+	ASSERT_EQ(0, setsockopt(s, SOL_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)));
+	ASSERT_EQ(0, setsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)));
+	for (i = 0; i < 100 && rs_counter("keepalive_probes") < probes + 4; i++)
+		poll_one(-1, 0, 50);
+	ASSERT_EQ(probes + 4, rs_counter("keepalive_probes"));
+	ASSERT_EQ(0, setsockopt(s, SOL_SOCKET, SO_LINGER, &lin, sizeof(lin)));
+	close(s);
+	said[0] = 0;
+	ASSERT_NE(NULL, fgets(said, sizeof(said), out));
+	TH_LOG("peer: %s", said);
+	fclose(out);
+	waitpid(pid, NULL, 0);
+	/* (6.12's rxe answers the stalled peer's QP with silence: our retries run out, see above.) */
+	if (strcmp(said, want) && rs_counter(retry) > retries)
+		SKIP(return, "this rxe does not RNR-NAK: the stalled peer looked dead");
+	ASSERT_STREQ(want, said);
+	ASSERT_LT(deferred, rs_counter("ctrl_deferred_sq_full"));
+}
+
+/*
  * A lost (here: never sent) RTU: the client's first messages establish the child, as the first data
  * segment (it carries the ACK) establishes a TCP child whose handshake ACK was lost.  Without that,
  * the child would wait for the RTU until its timer reaped it.
