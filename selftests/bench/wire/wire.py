@@ -4,8 +4,8 @@ rounds interleaved (the carriers' order rotates), unchanged sockperf and iperf3 
 
 The server guest runs a sockperf, an iperf3, a set-up (setup-rate.c) and a redis server per carrier
 and a control port that answers "snap" with its CPU times and counters (and "busy on|off": busy
-polling for the busy ping-pong row; "only CARRIER": that carrier's servers run, the others are
-stopped); the client runs the rows, snapping both guests around each (CPU by kind and by task),
+polling for the busy ping-pong row; "only CARRIER TOOL": that carrier's server of that tool runs,
+the others are stopped); the client runs the rows, snapping both guests around each (CPU by kind and by task),
 and writes one JSON line per measurement to $RDMASOCK_OUT/wire.jsonl.  Each measurement is checked
 to have run as its carrier: rxe's packet counters moved for the RDMA carriers (and stayed still for
 TCP), and rdmasock's connections were RDMA connections with no fallback.
@@ -45,7 +45,7 @@ CANNOT = {("rsockets", "redis"): "redis's event loop is epoll, which librspreloa
                                  "over (it exports poll and select only): redis hangs"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TOP_N = 4               # the busiest tasks of each guest kept per measurement
-SERVED = {}             # the server guest's server processes: pid -> carrier
+SERVED = {}             # the server guest's server processes: pid -> (carrier, tool)
 
 
 def load_rdmasock_stat():
@@ -169,7 +169,7 @@ def tasks():
             continue
         comm = line[line.index("(") + 1:line.rindex(")")]
         f = line[line.rindex(")") + 2:].split()
-        name = task_name(comm) + ("[%s]" % SERVED[int(pid)] if int(pid) in SERVED else "")
+        name = task_name(comm) + ("[%s]" % SERVED[int(pid)][0] if int(pid) in SERVED else "")
         t[pid] = (name, sum(int(v) for v in f[11:13]) / CLK_TCK,
                   sum(int(v) for v in f[13:15]) / CLK_TCK)
     return t
@@ -205,11 +205,11 @@ def busy(d):
     return c["user"] + c["nice"] + c["system"] + c["irq"] + c["softirq"]
 
 
-def only(procs, carrier):
-    """Only @carrier's servers run (the others stopped: rsockets' idle servers poll, and would
-    be charged to every carrier's measurement); "all": every one."""
+def only(procs, carrier, tool):
+    """Only @carrier's server of @tool runs (the others stopped: rsockets' idle servers poll, and
+    would be charged to every measurement, its own carrier's others too); "all": every one."""
     for p in procs:
-        run = carrier == "all" or SERVED[p.pid] == carrier
+        run = carrier == "all" or SERVED[p.pid] == (carrier, tool)
         # (The whole group: a wrapper that forked its server rather than exec'd it too.)
         os.killpg(p.pid, signal.SIGCONT if run else signal.SIGSTOP)
 
@@ -220,7 +220,7 @@ def server(addr):
     def start(c, cmd):
         procs.append(subprocess.Popen(prefix(c) + cmd, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL, start_new_session=True))
-        SERVED[procs[-1].pid] = c	# (rdmasock-run and env exec their command)
+        SERVED[procs[-1].pid] = (c, os.path.basename(cmd[0]))	# (the wrappers exec it)
 
     for c in CARRIERS:
         start(c, ["sockperf", "server", "--tcp", "-i", addr, "-p", str(sockperf_port(c))])
@@ -241,14 +241,14 @@ def server(addr):
         elif len(cmd) == 2 and cmd[0] == "busy":
             set_busy(cmd[1] == "on")
             reply = "ok"
-        elif len(cmd) == 2 and cmd[0] == "only":
-            only(procs, cmd[1])
+        elif len(cmd) == 3 and cmd[0] == "only":
+            only(procs, cmd[1], cmd[2])
             reply = "ok"
         else:
             break
         f.write(reply + "\n")
         f.flush()
-    only(procs, "all")
+    only(procs, "all", None)
     for p in procs:
         os.killpg(p.pid, signal.SIGTERM)
     for p in procs:
@@ -375,6 +375,9 @@ def record(carrier, row, size, res, units, a, b):
     return rec
 
 
+# The server each row measures (wire.py's servers, by the name of their program).
+TOOL = {"pingpong": "sockperf", "pingpong_busy": "sockperf", "stream": "iperf3",
+        "setup": "setup-rate", "redis": "redis-server"}
 ROWS = [("pingpong", None), ("pingpong_busy", None)] + [("stream", s) for s in STREAMS] + \
     [("setup", None), ("redis", "set"), ("redis", "get")]
 
@@ -403,7 +406,7 @@ def client(peer, rounds, secs, out, smc_why, rows_only):
 
     def measure(carrier, row, size):
         time.sleep(0.5)	# the last measurement's servers close their connections first
-        ask("only %s" % carrier)	# the other carriers' servers stopped meanwhile
+        ask("only %s %s" % (carrier, TOOL[row]))	# every other server stopped meanwhile
         if row == "pingpong_busy":
             busy_both(True)
         a = both(True)
