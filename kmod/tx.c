@@ -202,13 +202,14 @@ void rs_tx_push(struct rs_sock *rs)
 			clear_bit(RS_F_FIN_SENT, &rs->flags);
 	}
 	/*
-	 * A full send queue: try again shortly.  Behind a fence there is no need: the completion
-	 * that lifts it (under rs->lock, so after this test) pushes (rs_send_done).
+	 * A full send queue: the completion that frees a slot pushes (rs_send_done()).  A full
+	 * queue holds a signaled WR (one in RS_SIGNAL_EVERY is), and that completion takes
+	 * rs->lock after this, so it sees the flag; no timer polls meanwhile (a peer that takes
+	 * nothing would keep a worker busy every jiffy).  Behind a fence the completion that lifts
+	 * it pushes.
 	 */
-	if (err == -ENOBUFS && !test_bit(RS_F_SQ_FENCE, &rs->flags)) {
-		set_bit(RS_F_PUSH_DUE, &rs->flags);	/* the completion that frees a slot */
-		mod_delayed_work(rs_wq, &rs->push_work, 1);
-	}
+	if (err == -ENOBUFS && !test_bit(RS_F_SQ_FENCE, &rs->flags))
+		set_bit(RS_F_PUSH_DUE, &rs->flags);
 	spin_unlock_bh(&rs->lock);
 }
 

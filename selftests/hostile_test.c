@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <netinet/tcp.h>
@@ -756,6 +757,146 @@ TEST_F_TIMEOUT(once, abortive_close_on_a_full_send_queue_still_resets, 90)
 		SKIP(return, "this rxe does not RNR-NAK: the stalled peer looked dead");
 	ASSERT_STREQ(want, said);
 	ASSERT_LT(deferred, rs_counter("ctrl_deferred_sq_full"));
+}
+
+#define TRACEFS "/sys/kernel/tracing"
+
+/* Arm (@on) or remove a kprobe event named @name on @sym; 0 or -1 (no tracefs or kprobes). */
+static int kprobe_set(const char *name, const char *sym, bool on)
+{
+	char path[256];
+	int fd, n;
+
+	if (on && access(TRACEFS "/kprobe_events", W_OK) &&
+	    mount("nodev", TRACEFS, "tracefs", 0, NULL))
+		return -1;
+	if (on) {
+		kprobe_set(name, sym, false);	/* one a failed run left */
+	} else {
+		snprintf(path, sizeof(path), TRACEFS "/events/kprobes/%s/enable", name);
+		fd = open(path, O_WRONLY);
+		if (fd >= 0) {
+			n = write(fd, "0", 1);
+			close(fd);
+		}
+	}
+	fd = open(TRACEFS "/kprobe_events", O_WRONLY | O_APPEND);
+	if (fd < 0)
+		return -1;
+	n = on ? dprintf(fd, "p:%s %s\n", name, sym) : dprintf(fd, "-:%s\n", name);
+	close(fd);
+	if (n <= 0 || !on)
+		return n > 0 ? 0 : -1;
+	snprintf(path, sizeof(path), TRACEFS "/events/kprobes/%s/enable", name);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -1;
+	n = write(fd, "1", 1);
+	close(fd);
+	return n == 1 ? 0 : -1;
+}
+
+/* How often the kprobe event @name fired (kprobe_profile), or -1. */
+static long long kprobe_hits(const char *name)
+{
+	char line[256], ev[128];
+	long long hits = -1, h;
+	FILE *f = fopen(TRACEFS "/kprobe_profile", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%127s %lld", ev, &h) == 2 && !strcmp(ev, name))
+			hits = h;
+	fclose(f);
+	return hits;
+}
+
+/* Write 10-byte chunks ("0123456789") without blocking until the window shuts; how many went. */
+static int fill_send_queue(int s)
+{
+	int i;
+
+	for (i = 0; i < 100 && send(s, "0123456789", 10, MSG_DONTWAIT) == 10; i++)
+		;
+	return errno == EAGAIN ? i : -1;
+}
+
+/* How many 10-byte writes (autocork off) a connection to a stalled peer takes before EAGAIN. */
+static int stalled_fill_count(FIXTURE_DATA(once) *self)
+{
+	int one = 1, s, n;
+	pid_t pid;
+
+	if (spawn_peer(&self->ss, "--client", "stall_recv:30", "stalled\n", &pid))
+		return -1;
+	if (poll_one(self->lfd, POLLIN, 20000) != POLLIN)
+		return -1;
+	s = accept(self->lfd, NULL, NULL);
+	if (s < 0 || rs_getint(s, RDMASOCK_MODE) != RDMASOCK_MODE_RDMA ||
+	    setsockopt(s, SOL_TCP, TCP_NODELAY, &one, sizeof(one)))
+		n = -1;
+	else
+		n = fill_send_queue(s);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(s);
+	return n;
+}
+
+/*
+ * Bytes staged while the send queue is full go with the next send completion, and nothing polls
+ * for room meanwhile: a push retried every jiffy kept a worker busy for as long as a peer took
+ * nothing (about 125 runs a second here, seen on the first connection below, closed with its
+ * queue full and its peer gone, until our retries ran out).  A first stalled peer says how many
+ * writes fill the data slots (autocork off: a WRITE each); with a second, one write fewer, then an
+ * urgent byte (its URG and its data take the last slots, or find the queue full).  Once the
+ * second peer takes again, everything arrives, the urgent byte and the FIN of close() included,
+ * and rs_push_work() never ran.
+ */
+TEST_F_TIMEOUT(once, bytes_held_by_a_full_send_queue_go_at_its_next_completion, 120)
+{
+	const char *retry = "wc_error_transport_retry_counter_exceeded";
+	const char *param = "/sys/module/rdmasock/parameters/autocork";
+	const char *probe = "rdmasock_test_push_work";
+	long long retries = rs_counter(retry), hits;
+	char said[64], want[64], old[8] = "";
+	int one = 1, s, fd, n, i;
+	pid_t pid;
+	FILE *out;
+
+	if (kprobe_set(probe, "rs_push_work", true))
+		SKIP(return, "no kprobe events here");
+	hits = kprobe_hits(probe);
+	fd = open(param, O_RDWR);
+	ASSERT_LT(0, read(fd, old, sizeof(old) - 1));
+	ASSERT_LT(0, dprintf(fd, "0\n"));
+	n = stalled_fill_count(self);
+	ASSERT_LT(1, n);
+	ASSERT_EQ(0, spawn_peer_out(&self->ss, "--client", "stall_recv:5", "stalled\n", &pid, &out));
+	ASSERT_EQ(POLLIN, poll_one(self->lfd, POLLIN, 20000));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
+	ASSERT_EQ(0, setsockopt(s, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+	for (i = 0; i < n - 1; i++)
+		ASSERT_EQ(10, send(s, "0123456789", 10, MSG_DONTWAIT));
+	ASSERT_LT(0, pwrite(fd, old, strlen(old), 0));
+	close(fd);
+	ASSERT_EQ(1, send(s, "0", 1, MSG_OOB));
+	snprintf(want, sizeof(want), "got %d bytes, fin\n", (n - 1) * 10 + 1);
+	close(s);
+	said[0] = 0;
+	ASSERT_NE(NULL, fgets(said, sizeof(said), out));
+	hits = kprobe_hits(probe) - hits;
+	kprobe_set(probe, NULL, false);
+	TH_LOG("rs_push_work ran %lld times; peer: %s", hits, said);
+	fclose(out);
+	waitpid(pid, NULL, 0);
+	if (strcmp(said, want) && rs_counter(retry) > retries)
+		SKIP(return, "this rxe does not RNR-NAK: the stalled peer looked dead");
+	ASSERT_STREQ(want, said);
+	ASSERT_EQ(0, hits);
 }
 
 /*
