@@ -268,7 +268,7 @@ struct rs_sock {
 	u8 ka_unanswered;		/* probes sent since the last sign of life */
 
 	/* Deferred work, run on rs_wq. */
-	struct delayed_work push_work;		/* cork ceiling; SQ-full retry */
+	struct delayed_work push_work;		/* the cork ceiling */
 	struct delayed_work connect_work;	/* connect outcome, fallback, timeout */
 	struct work_struct teardown_work;	/* device removal, child abort */
 	struct delayed_work close_work;		/* close after release(); an orphan's checks */

@@ -223,7 +223,7 @@ void rs_tx_init(struct rs_sock *rs)
 	INIT_DELAYED_WORK(&rs->push_work, rs_push_work);
 }
 
-/* Teardown: RS_F_DYING is set, so rs_tx_push() can no longer re-arm push_work. */
+/* Teardown: RS_F_DYING is set, so rs_tx_flush() can no longer arm push_work. */
 void rs_tx_stop(struct rs_sock *rs)
 {
 	cancel_delayed_work_sync(&rs->push_work);
