@@ -222,9 +222,10 @@ struct rs_sock {
 		u64 rx_prod;		/* bytes the peer has placed in rx */
 		u64 rx_cons;		/* bytes the reader has consumed */
 		u64 urg_pos;		/* urgent data (enum rs_urg): its byte's position */
-		u64 tx_urg;		/* RS_F_URG_PENDING: our urgent byte's position */
+		u64 tx_urg;		/* our latest urgent byte's position (tx_urg_set) */
 		u8 urg_state;
 		u8 urg_byte;
+		u8 tx_urg_set;		/* a MSG_OOB send marked tx_urg */
 		u64 rx_announced;	/* consumption last told to the peer */
 		u64 tx_staged;		/* bytes copied into the staging ring (>= tx_prod) */
 		u64 tx_prod;		/* bytes placed in the peer's ring */
@@ -296,6 +297,7 @@ struct rs_sock {
 	u64 replay_prod;			/* tx_prod then: the peer cannot have read more */
 	u64 replay_from;			/* the peer's consumed position: replay from here */
 	void *replay_buf;			/* kvmalloc'ed, replay_end - replay_base bytes */
+	u64 replay_urg;				/* tx_urg, or U64_MAX: replayed as MSG_OOB */
 	bool replay_ok;				/* the snapshot was taken (replay_* are valid) */
 	bool resume_fin;			/* our FIN was due: shut TCP's write side after */
 

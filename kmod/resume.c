@@ -293,6 +293,17 @@ static void rs_resume_replay(struct rs_sock *rs)
 
 		iov.iov_base = rs->replay_buf + (pos - rs->replay_base);
 		iov.iov_len = min_t(u64, rs->replay_end - pos, SZ_256K);
+		/*
+		 * Our urgent byte goes alone, with MSG_OOB (TCP marks the last byte a send took,
+		 * which a partial send would make the wrong one): the peer's TCP then keeps it
+		 * out of the stream, as its RDMA ring did.
+		 */
+		if (rs->replay_urg == pos) {
+			iov.iov_len = 1;
+			msg.msg_flags |= MSG_OOB;
+		} else if (rs->replay_urg > pos && rs->replay_urg < pos + iov.iov_len) {
+			iov.iov_len = rs->replay_urg - pos;
+		}
 		n = kernel_sendmsg(tcp, &msg, &iov, 1, iov.iov_len);
 		if ((n == -EAGAIN || n == -EINTR) && !test_bit(RS_F_CLOSING, &rs->flags))
 			continue;	/* the user's SO_SNDTIMEO: go on, as the writer would */

@@ -211,6 +211,13 @@ void rs_tx_push(struct rs_sock *rs)
 	if (err == -ENOBUFS && !test_bit(RS_F_SQ_FENCE, &rs->flags))
 		set_bit(RS_F_PUSH_DUE, &rs->flags);
 	spin_unlock_bh(&rs->lock);
+	/*
+	 * -EPIPE: torn down meanwhile.  Any other error is the provider refusing a post on a QP
+	 * that is gone: the staged bytes can never go, so the connection ends as grow.c's does
+	 * rather than leaving a writer to wait on a queue that never drains.
+	 */
+	if (err && err != -ENOBUFS && err != -EPIPE)
+		rs_abort(rs, -ECONNRESET);
 }
 
 static void rs_push_work(struct work_struct *work)
@@ -435,6 +442,7 @@ static void rs_tx_mark_urg_locked(struct rs_sock *rs)
 	if (test_bit(RS_F_FIN_SENT, &rs->flags))
 		return;
 	rs->tx_urg = rs->tx_staged - 1;
+	rs->tx_urg_set = 1;
 	set_bit(RS_F_URG_PENDING, &rs->flags);
 }
 
@@ -533,6 +541,8 @@ int rs_tx_snapshot(struct rs_sock *rs)
 	rs->replay_base = rs->tx_acked;
 	rs->replay_end = rs->tx_staged;
 	rs->replay_prod = rs->tx_prod;
+	/* The latest urgent byte stays urgent: its URG may not have gone, or not been acted on. */
+	rs->replay_urg = rs->tx_urg_set ? rs->tx_urg : U64_MAX;
 	rs->resume_fin = test_bit(RS_F_FIN_PENDING, &rs->flags) ||
 			 test_bit(RS_F_FIN_SENT, &rs->flags);
 	rs->replay_ok = true;

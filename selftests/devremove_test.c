@@ -15,7 +15,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <linux/sockios.h>
 #include "lib.h"
 #include "kselftest_harness.h"
 
@@ -356,6 +358,43 @@ TEST(half_closed_connections_resume)
 		EXPECT_EQ(RDMASOCK_REASON_RDMA_LOST, rs_getint(fd, RDMASOCK_FALLBACK_REASON));
 		close(fd);
 	}
+	device_back(_metadata);
+}
+
+/*
+ * An urgent byte the reader had not reached when the path went: the replay over TCP sends it as
+ * urgent again, so it stays out of the stream (no SO_OOBINLINE) as it would have on TCP.
+ */
+TEST(unread_urgent_byte_stays_urgent_across_a_resume)
+{
+	struct pollfd p;
+	char buf[8];
+	int c, s, mark = 0;
+
+	device_present(_metadata);
+	ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, AF_INET, &c, &s));
+	ASSERT_EQ(3, send(c, "abc", 3, 0));
+	ASSERT_EQ(1, send(c, "U", 1, MSG_OOB));
+	ASSERT_EQ(3, send(c, "def", 3, 0));
+	/* Over RDMA first: the mark came (EPOLLPRI), nothing is read yet. */
+	p = (struct pollfd){ .fd = s, .events = POLLPRI };
+	ASSERT_EQ(1, poll(&p, 1, 10000));
+	ASSERT_EQ(0, delete_device(60));
+	ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(s, RDMASOCK_MODE));
+	/* Over TCP now, the replay's: the mark again, after "abc" (a read stops there). */
+	p = (struct pollfd){ .fd = s, .events = POLLPRI };
+	EXPECT_EQ(1, poll(&p, 1, 10000));
+	ASSERT_EQ(3, recv(s, buf, sizeof(buf), 0));
+	ASSERT_EQ(0, memcmp(buf, "abc", 3));
+	ASSERT_EQ(0, ioctl(s, SIOCATMARK, &mark));
+	EXPECT_EQ(1, mark);
+	ASSERT_EQ(1, recv(s, buf, 1, MSG_OOB));
+	EXPECT_EQ('U', buf[0]);
+	ASSERT_EQ(3, recv(s, buf, 3, MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(buf, "def", 3));
+	EXPECT_EQ(RDMASOCK_REASON_RDMA_LOST, rs_getint(s, RDMASOCK_FALLBACK_REASON));
+	close(c);
+	close(s);
 	device_back(_metadata);
 }
 
