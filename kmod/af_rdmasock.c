@@ -86,8 +86,7 @@ static int rs_connect_rdma(struct rs_sock *rs, struct sockaddr *addr, int len)
 {
 	int reason, err;
 
-	/* (Not for a link-local IPv6 peer: an id bound before it resolves loses the scope.) */
-	if (!rs->cm_id && !rs_addr_ll6(addr))
+	if (!rs->cm_id)
 		rs_tcp_take_port(rs);
 	err = rs_cm_connect(rs, addr, len, &reason);
 	if (!err)

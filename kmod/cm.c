@@ -283,7 +283,7 @@ static struct rdma_cm_id *rs_cm_connect_id(struct rs_sock *rs, const struct sock
 	 * it there, rdma_cm chooses one on the same address (only a port the user chose must be
 	 * ours).
 	 */
-	if (!*bound || !(rs->port_auto || rs->port_taken) || rs_addr_ll6(addr))
+	if (!*bound || !(rs->port_auto || rs->port_taken))
 		return id;
 	*bound = false;
 	err = rs_id_bind(rs, id, (struct sockaddr *)src);
@@ -307,6 +307,14 @@ static struct rdma_cm_id *rs_cm_connect_id(struct rs_sock *rs, const struct sock
 		rdma_destroy_id(id);
 		return ERR_PTR(err);
 	}
+	/*
+	 * A link-local peer's scope is the interface the route must take.  rdma_cm takes it from
+	 * the destination only when it binds the id itself; resolving from a bound id uses the
+	 * id's device binding alone, which a wildcard source leaves unset (a link-local one set).
+	 */
+	if (rs_addr_ll6(addr) && !id->route.addr.dev_addr.bound_dev_if)
+		id->route.addr.dev_addr.bound_dev_if =
+			((const struct sockaddr_in6 *)addr)->sin6_scope_id;
 	return id;
 }
 

@@ -137,6 +137,11 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 	if (test_bit(RS_F_RESUMING, &rs->flags) && !test_bit(RS_F_RESUME_DETACHED, &rs->flags)) {
 		spin_lock_bh(&rs->lock);
 		rs->resume_rx = rs->rx_cons;
+		/* A byte our reader took by MSG_OOB before reaching it: not replayed. */
+		rs->resume_urg_read = 0;
+		if (!sock_flag(&rs->sk, SOCK_URGINLINE) && rs->urg_state == RS_URG_READ &&
+		    rs->urg_pos >= rs->rx_cons)
+			rs->resume_urg_read = rs->urg_pos + 1;
 		spin_unlock_bh(&rs->lock);
 		rs_tx_snapshot(rs);	/* (replay_ok says whether it could be taken) */
 		set_bit(RS_F_RESUME_DETACHED, &rs->flags);

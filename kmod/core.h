@@ -21,6 +21,16 @@ static inline bool rs_path_lost(struct rs_sock *rs, int err)
 	return __rs_path_lost(rs, err, false);
 }
 
+/*
+ * The QP refused a post (not for a full queue): the path is gone.  It resumes where it may, as
+ * any other lost path (some providers refuse posts once the device failed); else a reset.
+ */
+static inline void rs_post_refused(struct rs_sock *rs)
+{
+	if (!rs_path_lost(rs, -ECONNRESET))
+		rs_abort(rs, -ECONNRESET);
+}
+
 void rs_connect_work_arm(struct rs_sock *rs, unsigned long delay);
 void rs_connect_done(struct rs_sock *rs, int result, int reason);
 void rs_check_connected(struct rs_sock *rs);

@@ -206,7 +206,7 @@ static void rs_rx_grow(struct rs_sock *rs)
 		/* Nothing posted: the next send completion tries again (rs_post_resize). */
 		rs_ring_release(rs, &next);
 	} else if (err) {
-		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: it is gone */
+		rs_post_refused(rs);
 	}
 }
 
@@ -407,7 +407,7 @@ static void rs_tx_switch_remote(struct rs_sock *rs)
 		rs_ctrl_defer(rs, RS_F_SWITCH_WAIT, err);
 	spin_unlock_bh(&rs->lock);
 	if (err && err != -ENOBUFS && err != -EBUSY)
-		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: it is gone */
+		rs_post_refused(rs);
 }
 
 /*
@@ -470,5 +470,5 @@ void rs_tx_switch(struct rs_sock *rs)
 	if (err == -ENOBUFS || err == -EBUSY)
 		rs_ring_release(rs, &ring);	/* nothing posted: the next write tries again */
 	else if (err)
-		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: teardown frees the ring */
+		rs_post_refused(rs);	/* (teardown frees the ring) */
 }

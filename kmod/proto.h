@@ -156,7 +156,18 @@ struct rs_resume_msg {
 	__u8 status;		/* enum rs_resume_status (CHALLENGE, ACCEPT); else 0 */
 	__u8 reserved;		/* zero */
 	__be64 conn_id;
-	__u8 nonce[16];		/* HELLO: the client's; CHALLENGE: the server's; else zero */
+	union {
+		__u8 nonce[16];	/* HELLO: the client's; CHALLENGE: the server's; else zero */
+		struct {	/* PROOF, ACCEPT (zero from a peer before this field) */
+			/*
+			 * 1 + the position of an urgent byte the sender's reader took with MSG_OOB
+			 * but has not read up to (its replay leaves that byte out); 0: none.  Not
+			 * in the MAC: it can only name the replaying end's own urgent byte.
+			 */
+			__be64 urg_read;
+			__be64 zero;
+		};
+	};
 	__be64 pos;		/* PROOF, ACCEPT: the sender's reader consumed this far; else 0 */
 	__be64 mac;		/* PROOF, ACCEPT: SipHash of struct rs_resume_mac; else zero */
 };

@@ -292,12 +292,14 @@ struct rs_sock {
 	int resume_err;				/* the error the loss gives if it cannot resume */
 	struct socket *resume_try;		/* client: the attempt's TCP socket (resume.c) */
 	u64 resume_rx;				/* our reader's rx_cons when the path went */
+	u64 resume_urg_read;			/* then: 1 + urg_pos if read out of band */
 	u64 replay_base;			/* stream position of replay_buf[0] (tx_acked) */
 	u64 replay_end;				/* tx_staged when the path went */
 	u64 replay_prod;			/* tx_prod then: the peer cannot have read more */
 	u64 replay_from;			/* the peer's consumed position: replay from here */
 	void *replay_buf;			/* kvmalloc'ed, replay_end - replay_base bytes */
 	u64 replay_urg;				/* tx_urg, or U64_MAX: replayed as MSG_OOB */
+	bool replay_urg_skip;			/* the peer read replay_urg out of band already */
 	bool replay_ok;				/* the snapshot was taken (replay_* are valid) */
 	bool resume_fin;			/* our FIN was due: shut TCP's write side after */
 

@@ -241,7 +241,8 @@ static void rs_resume_fail(struct rs_sock *rs, enum rs_counter cnt)
  * lock_sock held, the handshake proved: the connection carries on over @tcp from here.  The
  * peer's reader consumed up to @peer_pos; resume_work replays the rest.
  */
-static void rs_resume_attach(struct rs_sock *rs, struct socket *tcp, u64 peer_pos)
+static void rs_resume_attach(struct rs_sock *rs, struct socket *tcp, u64 peer_pos,
+			     u64 peer_urg_read)
 {
 	sock_owned_by_me(&rs->sk);
 	/* The handshake's step timeouts go: the stream's own are the user's, on our socket. */
@@ -254,6 +255,13 @@ static void rs_resume_attach(struct rs_sock *rs, struct socket *tcp, u64 peer_po
 	rs_resume_unregister(rs);
 	clear_bit(RS_F_RESUMABLE, &rs->flags);
 	rs->replay_from = peer_pos;
+	/*
+	 * The peer's reader took our urgent byte out of band already: it goes no more.  Only ours
+	 * (replay_urg) is left out, so a lying peer can only lose a byte it alone would get.  One
+	 * it read of an earlier mark goes inline, as TCP's reader gets it once a later mark came.
+	 */
+	rs->replay_urg_skip = peer_urg_read && peer_urg_read - 1 == rs->replay_urg &&
+			      rs->replay_urg >= peer_pos;
 	set_bit(RS_F_RESUMED, &rs->flags);
 	set_bit(RS_F_REPLAY, &rs->flags);	/* before mode TCP: no write overtakes it */
 	rs_tcp_resume_attach(rs, tcp, RDMASOCK_REASON_RDMA_LOST);
@@ -298,7 +306,10 @@ static void rs_resume_replay(struct rs_sock *rs)
 		 * which a partial send would make the wrong one): the peer's TCP then keeps it
 		 * out of the stream, as its RDMA ring did.
 		 */
-		if (rs->replay_urg == pos) {
+		if (rs->replay_urg == pos && rs->replay_urg_skip) {
+			pos++;
+			continue;
+		} else if (rs->replay_urg == pos) {
 			iov.iov_len = 1;
 			msg.msg_flags |= MSG_OOB;
 		} else if (rs->replay_urg > pos && rs->replay_urg < pos + iov.iov_len) {
@@ -436,6 +447,7 @@ static int rs_resume_try(struct rs_sock *rs, u8 *status)
 	pos = rs->resume_rx;	/* (set by teardown, which came before this work) */
 	rs_resume_msg_init(&m, RS_RESUME_PROOF, RS_RESUME_OK, id);
 	m.pos = cpu_to_be64(pos);
+	m.urg_read = cpu_to_be64(rs->resume_urg_read);
 	m.mac = cpu_to_be64(rs_resume_mac(rs, RS_RESUME_LABEL_CLIENT, id, nc, ns, pos));
 	err = rs_resume_send(tcp, &m, rs->resume_deadline);
 	if (!err)
@@ -455,7 +467,7 @@ static int rs_resume_try(struct rs_sock *rs, u8 *status)
 	lock_sock(&rs->sk);
 	err = -ECANCELED;
 	if (rs_resume_can_attach(rs)) {
-		rs_resume_attach(rs, tcp, spos);
+		rs_resume_attach(rs, tcp, spos, be64_to_cpu(m.urg_read));
 		tcp = NULL;
 		err = 0;
 	}
@@ -556,7 +568,7 @@ static void rs_resume_server_work(struct work_struct *work)
 	struct rs_sock *rs = NULL;
 	struct rs_resume_msg m;
 	u8 nc[16], ns[16];
-	u64 id, cpos;
+	u64 id, cpos, curg;
 	int err;
 
 	err = rs_resume_recv(hs->sock, &m, RS_RESUME_HELLO, hs->hello_by);
@@ -588,6 +600,7 @@ static void rs_resume_server_work(struct work_struct *work)
 		goto out;
 	}
 	cpos = be64_to_cpu(m.pos);
+	curg = be64_to_cpu(m.urg_read);
 	if (be64_to_cpu(m.mac) != rs_resume_mac(rs, RS_RESUME_LABEL_CLIENT, id, nc, ns, cpos)) {
 		/* Not the client: it gets nothing, and the connection goes on as it was. */
 		rs_count(net, RS_CNT_RESUME_REJ_AUTH);
@@ -607,6 +620,7 @@ static void rs_resume_server_work(struct work_struct *work)
 	rs_resume_msg_init(&m, RS_RESUME_ACCEPT, err ? RS_RESUME_DENIED : RS_RESUME_OK, id);
 	if (!err) {
 		m.pos = cpu_to_be64(rs->resume_rx);
+		m.urg_read = cpu_to_be64(rs->resume_urg_read);
 		m.mac = cpu_to_be64(rs_resume_mac(rs, RS_RESUME_LABEL_SERVER, id, nc, ns,
 						  rs->resume_rx));
 	}
@@ -615,7 +629,7 @@ static void rs_resume_server_work(struct work_struct *work)
 		err = -EPIPE;
 	}
 	if (!err) {
-		rs_resume_attach(rs, hs->sock, cpos);
+		rs_resume_attach(rs, hs->sock, cpos, curg);
 		hs->sock = NULL;
 	}
 	release_sock(&rs->sk);

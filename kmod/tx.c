@@ -105,7 +105,7 @@ void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		set_bit(RS_F_RESET_DUE, &rs->flags);
 	spin_unlock(&rs->lock);
 	if (fence_err)
-		rs_abort(rs, -ECONNRESET);	/* the QP refused a post: it is gone */
+		rs_post_refused(rs);
 	/* (A full queue holds a signaled WR: a push that found it full always gets this call.) */
 	if (rs_due(rs, RS_F_PUSH_DUE) || uncork || fenced)
 		rs_tx_push(rs);
@@ -165,8 +165,8 @@ static int rs_post_write(struct rs_sock *rs, u32 off, u32 roff, u32 len)
 /*
  * Post every staged byte, then a pending FIN.  A WRITE ends where either ring wraps (the staging
  * ring may be smaller than the peer's: grow.c) and at RS_MAX_WRITE.
- * Runs from any process context, without lock_sock: rs->lock orders it against sendmsg's staging
- * and against teardown.
+ * Runs from any process context and from send completions (softirq), without lock_sock: rs->lock
+ * orders it against sendmsg's staging and against teardown.
  */
 void rs_tx_push(struct rs_sock *rs)
 {
@@ -213,11 +213,11 @@ void rs_tx_push(struct rs_sock *rs)
 	spin_unlock_bh(&rs->lock);
 	/*
 	 * -EPIPE: torn down meanwhile.  Any other error is the provider refusing a post on a QP
-	 * that is gone: the staged bytes can never go, so the connection ends as grow.c's does
-	 * rather than leaving a writer to wait on a queue that never drains.
+	 * that is gone: the staged bytes cannot go on it, and no completion will come to push
+	 * them, so the path is lost (resumed, or a reset) rather than a writer left waiting.
 	 */
 	if (err && err != -ENOBUFS && err != -EPIPE)
-		rs_abort(rs, -ECONNRESET);
+		rs_post_refused(rs);
 }
 
 static void rs_push_work(struct work_struct *work)

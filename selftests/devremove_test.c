@@ -361,41 +361,97 @@ TEST(half_closed_connections_resume)
 	device_back(_metadata);
 }
 
+enum urg_case { URG_UNREAD, URG_READ_AHEAD, URG_READ_AT_MARK, URG_INLINE };
+
 /*
- * An urgent byte the reader had not reached when the path went: the replay over TCP sends it as
- * urgent again, so it stays out of the stream (no SO_OOBINLINE) as it would have on TCP.
+ * "abc", an urgent "U", "def" over RDMA; the reader took @how much of it when the device went.
+ * Over TCP after the resume it finds what TCP would have given it.
  */
-TEST(unread_urgent_byte_stays_urgent_across_a_resume)
+static void urgent_across_a_resume(struct __test_metadata *_metadata, enum urg_case how)
 {
-	struct pollfd p;
-	char buf[8];
-	int c, s, mark = 0;
+	struct pollfd p = { .events = POLLPRI };
+	int c, s, one = 1, mark = 0;
+	char buf[8] = "";
 
 	device_present(_metadata);
 	ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, AF_INET, &c, &s));
+	p.fd = s;
+	if (how == URG_INLINE)
+		ASSERT_EQ(0, setsockopt(s, SOL_SOCKET, SO_OOBINLINE, &one, sizeof(one)));
 	ASSERT_EQ(3, send(c, "abc", 3, 0));
 	ASSERT_EQ(1, send(c, "U", 1, MSG_OOB));
 	ASSERT_EQ(3, send(c, "def", 3, 0));
-	/* Over RDMA first: the mark came (EPOLLPRI), nothing is read yet. */
-	p = (struct pollfd){ .fd = s, .events = POLLPRI };
+	/* Over RDMA first: the mark came (POLLPRI). */
 	ASSERT_EQ(1, poll(&p, 1, 10000));
+	if (how == URG_READ_AT_MARK) {
+		ASSERT_EQ(3, recv(s, buf, sizeof(buf), 0));	/* (a read stops at the mark) */
+		ASSERT_EQ(0, ioctl(s, SIOCATMARK, &mark));
+		ASSERT_EQ(1, mark);
+	}
+	if (how == URG_READ_AHEAD || how == URG_READ_AT_MARK) {
+		ASSERT_EQ(1, recv(s, buf, 1, MSG_OOB));
+		ASSERT_EQ('U', buf[0]);
+	}
 	ASSERT_EQ(0, delete_device(60));
+	/* Reads wait through the resume; then TCP's replay gives the rest. */
+	if (how != URG_READ_AT_MARK) {
+		ASSERT_EQ(3, recv(s, buf, 3, MSG_WAITALL));
+		ASSERT_EQ(0, memcmp(buf, "abc", 3));
+	}
 	ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(s, RDMASOCK_MODE));
-	/* Over TCP now, the replay's: the mark again, after "abc" (a read stops there). */
-	p = (struct pollfd){ .fd = s, .events = POLLPRI };
-	EXPECT_EQ(1, poll(&p, 1, 10000));
-	ASSERT_EQ(3, recv(s, buf, sizeof(buf), 0));
-	ASSERT_EQ(0, memcmp(buf, "abc", 3));
-	ASSERT_EQ(0, ioctl(s, SIOCATMARK, &mark));
-	EXPECT_EQ(1, mark);
-	ASSERT_EQ(1, recv(s, buf, 1, MSG_OOB));
-	EXPECT_EQ('U', buf[0]);
-	ASSERT_EQ(3, recv(s, buf, 3, MSG_WAITALL));
-	EXPECT_EQ(0, memcmp(buf, "def", 3));
 	EXPECT_EQ(RDMASOCK_REASON_RDMA_LOST, rs_getint(s, RDMASOCK_FALLBACK_REASON));
+	if (how == URG_UNREAD || how == URG_INLINE) {
+		/* The mark again, where the read stopped. */
+		ASSERT_EQ(1, poll(&p, 1, 10000));
+		ASSERT_EQ(0, ioctl(s, SIOCATMARK, &mark));
+		EXPECT_EQ(1, mark);
+	}
+	if (how == URG_UNREAD) {
+		ASSERT_EQ(1, recv(s, buf, 1, MSG_OOB));
+		EXPECT_EQ('U', buf[0]);
+	}
+	if (how == URG_INLINE) {
+		ASSERT_EQ(4, recv(s, buf, 4, MSG_WAITALL));
+		EXPECT_EQ(0, memcmp(buf, "Udef", 4));
+	} else {
+		/*
+		 * Once only: "def" there (a peek, which leaves a mark as it is) means a replayed
+		 * urgent byte would be too, and MSG_OOB would give it.
+		 */
+		ASSERT_EQ(3, recv(s, buf, 3, MSG_WAITALL | MSG_PEEK));
+		EXPECT_EQ(0, memcmp(buf, "def", 3));
+		EXPECT_EQ(-1, recv(s, buf, 1, MSG_OOB | MSG_DONTWAIT));
+		EXPECT_EQ(EINVAL, errno);
+		ASSERT_EQ(3, recv(s, buf, 3, MSG_WAITALL));
+		EXPECT_EQ(0, memcmp(buf, "def", 3));
+	}
 	close(c);
 	close(s);
 	device_back(_metadata);
+}
+
+/* Not reached yet when the path went: urgent again over TCP, out of the stream. */
+TEST(unread_urgent_byte_stays_urgent_across_a_resume)
+{
+	urgent_across_a_resume(_metadata, URG_UNREAD);
+}
+
+/* Taken with MSG_OOB before the reader reached it: not given again, not put in the stream. */
+TEST(urgent_byte_read_ahead_is_not_replayed)
+{
+	urgent_across_a_resume(_metadata, URG_READ_AHEAD);
+}
+
+/* Taken with MSG_OOB at the mark (the usual loop: read to SIOCATMARK, then MSG_OOB). */
+TEST(urgent_byte_read_at_the_mark_is_not_replayed)
+{
+	urgent_across_a_resume(_metadata, URG_READ_AT_MARK);
+}
+
+/* SO_OOBINLINE: the byte stays in the stream, at the mark. */
+TEST(inline_urgent_byte_stays_in_the_stream_across_a_resume)
+{
+	urgent_across_a_resume(_metadata, URG_INLINE);
 }
 
 TEST(hundred_connections_resume_at_once)

@@ -293,6 +293,7 @@ FIXTURE(once) {
 	int lfd;
 	struct sockaddr_storage ss;
 	socklen_t len;
+	struct param_saved param;	/* a module parameter a test changed */
 };
 
 FIXTURE_SETUP(once)
@@ -304,6 +305,7 @@ FIXTURE_SETUP(once)
 FIXTURE_TEARDOWN(once)
 {
 	close(self->lfd);
+	EXPECT_EQ(0, param_restore(&self->param));
 }
 
 /*
@@ -637,10 +639,10 @@ static void orphan_case(struct __test_metadata *_metadata, FIXTURE_DATA(once) *s
 {
 	const char *param = "/sys/module/rdmasock/parameters/max_orphans";
 	struct linger lin = { .l_onoff = 1, .l_linger = 0 };
-	char old[16] = "";
+	char val[16];
 	pid_t pid;
 	FILE *out;
-	int s, fd;
+	int s;
 
 	s = accept_stalled(self, stall, &pid, &out);
 	ASSERT_LE(0, s);
@@ -649,10 +651,8 @@ static void orphan_case(struct __test_metadata *_metadata, FIXTURE_DATA(once) *s
 					sizeof(user_timeout)));
 	ASSERT_EQ(10, send(s, "0123456789", 10, 0));
 	if (max_orphans >= 0) {
-		fd = open(param, O_RDWR);
-		ASSERT_LT(0, read(fd, old, sizeof(old) - 1));
-		ASSERT_LT(0, dprintf(fd, "%d\n", max_orphans));
-		close(fd);
+		snprintf(val, sizeof(val), "%d\n", max_orphans);
+		ASSERT_EQ(0, param_swap(&self->param, param, val));
 	}
 	if (abort)
 		ASSERT_EQ(0, setsockopt(s, SOL_SOCKET, SO_LINGER, &lin, sizeof(lin)));
@@ -666,11 +666,7 @@ static void orphan_case(struct __test_metadata *_metadata, FIXTURE_DATA(once) *s
 	said[0] = 0;
 	ASSERT_NE(NULL, fgets(said, size, out));
 	TH_LOG("peer: %s", said);
-	if (max_orphans >= 0) {
-		fd = open(param, O_WRONLY);
-		ASSERT_LT(0, write(fd, old, strlen(old)));
-		close(fd);
-	}
+	ASSERT_EQ(0, param_restore(&self->param));
 	fclose(out);
 	waitpid(pid, NULL, 0);
 	/* And once the peer is done, nothing of it stays. */
@@ -753,21 +749,18 @@ TEST_F_TIMEOUT(once, abortive_close_on_a_full_send_queue_still_resets, 90)
 	long long probes = rs_counter("keepalive_probes");
 	struct linger lin = { .l_onoff = 1, .l_linger = 0 };
 	long long retries = rs_counter(retry);
-	int one = 1, idle = 1, cnt = 20, s, fd, n;
-	char said[64], want[64], old[8] = "";
+	int one = 1, idle = 1, cnt = 20, s, n;
+	char said[64], want[64];
 	pid_t pid;
 	FILE *out;
 
 	s = accept_stalled(self, 6, &pid, &out);
 	ASSERT_LE(0, s);
-	fd = open(param, O_RDWR);
-	ASSERT_LT(0, read(fd, old, sizeof(old) - 1));
-	ASSERT_LT(0, dprintf(fd, "0\n"));
+	ASSERT_EQ(0, param_swap(&self->param, param, "0\n"));
 	n = fill_send_queue(s);
 	ASSERT_LT(0, n);
 	snprintf(want, sizeof(want), "got %d bytes, reset\n", n * 10);
-	ASSERT_LT(0, pwrite(fd, old, strlen(old), 0));
-	close(fd);
+	ASSERT_EQ(0, param_restore(&self->param));
 	ASSERT_EQ(0, setsockopt(s, SOL_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)));
 	ASSERT_EQ(0, setsockopt(s, SOL_TCP, TCP_KEEPINTVL, &idle, sizeof(idle)));
 	ASSERT_EQ(0, setsockopt(s, SOL_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)));
@@ -874,25 +867,22 @@ TEST_F_TIMEOUT(once, bytes_held_by_a_full_send_queue_go_at_its_next_completion, 
 	const char *param = "/sys/module/rdmasock/parameters/autocork";
 	const char *probe = "rdmasock_test_push_work";
 	long long retries = rs_counter(retry), hits;
-	char said[64], want[64], old[8] = "";
-	int s, fd, n, i;
+	char said[64], want[64];
+	int s, n, i;
 	pid_t pid;
 	FILE *out;
 
 	if (kprobe_set(probe, "rs_push_work", true))
 		SKIP(return, "no kprobe events here");
 	hits = kprobe_hits(probe);
-	fd = open(param, O_RDWR);
-	ASSERT_LT(0, read(fd, old, sizeof(old) - 1));
-	ASSERT_LT(0, dprintf(fd, "0\n"));
+	ASSERT_EQ(0, param_swap(&self->param, param, "0\n"));
 	n = stalled_fill_count(self);
 	ASSERT_LT(1, n);
 	s = accept_stalled(self, 5, &pid, &out);
 	ASSERT_LE(0, s);
 	for (i = 0; i < n - 1; i++)
 		ASSERT_EQ(10, send(s, "0123456789", 10, MSG_DONTWAIT));
-	ASSERT_LT(0, pwrite(fd, old, strlen(old), 0));
-	close(fd);
+	ASSERT_EQ(0, param_restore(&self->param));
 	ASSERT_EQ(1, send(s, "0", 1, MSG_OOB));
 	snprintf(want, sizeof(want), "got %d bytes, fin\n", (n - 1) * 10 + 1);
 	close(s);

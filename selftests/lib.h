@@ -317,4 +317,42 @@ static inline long long rs_counter(const char *name)
 	return found;
 }
 
+/*
+ * A module parameter changed for one test and put back after it: @p keeps the old value.  Put
+ * back from the fixture's teardown, which the harness runs after a failed assertion too, so a
+ * failing test does not leave the setting for the tests after it.
+ */
+struct param_saved {
+	const char *path;	/* NULL: nothing to put back */
+	char old[32];
+};
+
+static inline int param_swap(struct param_saved *p, const char *path, const char *val)
+{
+	FILE *f = fopen(path, "r+");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fgets(p->old, sizeof(p->old), f) && !fseek(f, 0, SEEK_SET) && fputs(val, f) >= 0;
+	ok = !fclose(f) && ok;
+	if (ok)
+		p->path = path;
+	return ok ? 0 : -1;
+}
+
+static inline int param_restore(struct param_saved *p)
+{
+	FILE *f;
+	int ok;
+
+	if (!p->path)
+		return 0;
+	f = fopen(p->path, "w");
+	ok = f && fputs(p->old, f) >= 0;
+	ok = f && !fclose(f) && ok;
+	p->path = NULL;
+	return ok ? 0 : -1;
+}
+
 #endif

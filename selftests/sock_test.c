@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1406,6 +1407,78 @@ TEST_F(lone, connected_port_is_taken_for_tcp_too)
 	t = socket(variant->af, SOCK_STREAM, 0);
 	ASSERT_LE(0, t);
 	ASSERT_EQ(-1, bind(t, (struct sockaddr *)&any, l));
+	ASSERT_EQ(EADDRINUSE, errno);
+	close(t);
+	close(s);
+	close(lfd);
+}
+
+/* The link-local address of the interface that has this host's address (@ss: its scope too). */
+static int own_link_local(struct sockaddr_in6 *ss)
+{
+	struct ifaddrs *ifa, *i;
+	char name[IF_NAMESIZE] = "";
+	int found = -1;
+
+	if (getifaddrs(&ifa))
+		return -1;
+	for (i = ifa; i; i = i->ifa_next) {
+		const char *want = getenv("RDMASOCK_ADDR6");
+		char a[INET6_ADDRSTRLEN];
+
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET6 && want &&
+		    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, a,
+			      sizeof(a)) && !strcmp(a, want))
+			snprintf(name, sizeof(name), "%s", i->ifa_name);
+	}
+	for (i = ifa; i && name[0]; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET6 && !strcmp(i->ifa_name, name) &&
+		    IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr)) {
+			*ss = *(struct sockaddr_in6 *)i->ifa_addr;
+			ss->sin6_scope_id = if_nametoindex(name);
+			found = 0;
+			break;
+		}
+	freeifaddrs(ifa);
+	return found;
+}
+
+/*
+ * A link-local peer (fe80::...%eth0): carried as any other, from a port TCP holds too, as for
+ * every RDMA client (it used to take rdma_cm's random choice, unknown to TCP).
+ */
+TEST_F(lone, link_local_peer_connects_from_a_port_tcp_holds)
+{
+	struct sockaddr_in6 ll, me, peer, any = { .sin6_family = AF_INET6 };
+	socklen_t l = sizeof(me), pl = sizeof(peer);
+	int one = 1, lfd, s, t;
+
+	if (variant->af != AF_INET6)
+		SKIP(return, "IPv6 only");
+	if (own_link_local(&ll))
+		SKIP(return, "no link-local address on the test interface");
+	lfd = carrier_socket(variant->carrier, AF_INET6, SOCK_STREAM);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	ll.sin6_port = 0;
+	ASSERT_EQ(0, bind(lfd, (struct sockaddr *)&ll, sizeof(ll)));
+	ASSERT_EQ(0, listen(lfd, 4));
+	ASSERT_EQ(0, getsockname(lfd, (struct sockaddr *)&ll, &l));
+	l = sizeof(me);
+	ASSERT_EQ(0, connect(self->fd, (struct sockaddr *)&ll, sizeof(ll)));
+	ASSERT_TRUE(carried_as_expected(variant->carrier, self->fd));
+	s = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(5, send(self->fd, "hello", 5, 0));
+	ASSERT_EQ(5, recv(s, (char[8]){ 0 }, 5, MSG_WAITALL));
+	ASSERT_EQ(0, getsockname(self->fd, (struct sockaddr *)&me, &l));
+	ASSERT_EQ(0, getpeername(s, (struct sockaddr *)&peer, &pl));
+	ASSERT_NE(0, me.sin6_port);
+	ASSERT_EQ(me.sin6_port, peer.sin6_port);
+	any.sin6_port = me.sin6_port;
+	t = socket(AF_INET6, SOCK_STREAM, 0);
+	ASSERT_LE(0, t);
+	ASSERT_EQ(-1, bind(t, (struct sockaddr *)&any, sizeof(any)));
 	ASSERT_EQ(EADDRINUSE, errno);
 	close(t);
 	close(s);

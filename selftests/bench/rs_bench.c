@@ -17,6 +17,7 @@
  * RS_BENCH_TAG=-x appends -x to the carrier's name (a module setting the caller changed).
  * RS_BENCH_BUSY_US=N sets the busy-poll budget of "rdma-busy" (default 200 us).
  * RS_BENCH_PIN=A,B pins the client (the writer of a stream) to CPU A and the server to CPU B.
+ * RS_BENCH_SNAP=CMD: "conns" runs CMD (sh -c) while all its connections are open (a memory snapshot).
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -402,6 +403,9 @@ static int bench_conns(enum carrier c, int count)
 		registered += ring_bytes(c, cfd[i]) + ring_bytes(c, sfd[i]);
 	}
 	used = used0 - meminfo_kb("MemAvailable:");
+	/* Where it goes: RS_BENCH_SNAP names a command run now, every connection still open. */
+	if (getenv("RS_BENCH_SNAP") && system(getenv("RS_BENCH_SNAP")))
+		fprintf(stderr, "rs_bench: RS_BENCH_SNAP failed\n");
 	printf("{\"test\":\"conns\",\"carrier\":\"%s\",\"count\":%d,\"carried_data\":%d,"
 	       "\"kernel_kb_per_conn\":%.1f,\"registered_kb_per_conn\":%.1f,\"open_per_s\":%.1f}\n",
 	       carrier_name, count, carried, used / 2.0 / count, registered / 2048.0 / count,

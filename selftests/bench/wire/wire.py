@@ -425,7 +425,8 @@ def client(peer, rounds, secs, out, smc_why, rows_only):
 
     # (rsockets' servers take no TCP connection: their first measurement is retried instead.)
     for c in ("tcp", "rdmasock"):
-        wait_for(peer, sockperf_port(c)).close()
+        if c in CARRIERS:
+            wait_for(peer, sockperf_port(c)).close()
     started = set()
     rows = [r for r in ROWS if not rows_only or r[0] in rows_only]
     bad = 0
@@ -470,6 +471,8 @@ def main():
     if any(r not in {row for row, _ in ROWS} for r in rows_only):
         raise SystemExit("wire.py: rows are a subset of %s" % ",".join(dict(ROWS)))
     smc_why = smc_setup()
+    if os.environ.get("RDMASOCK_NO_MODULE") == "1":	# (the runner's --no-module: the peers alone)
+        CARRIERS.remove("rdmasock")
     if os.environ.get("RDMASOCK_VM_ROLE") == "server":
         return server(os.environ["RDMASOCK_ADDR"])
     return client(os.environ["RDMASOCK_PEER_ADDR"], rounds, secs,
