@@ -447,6 +447,7 @@ static int rs_connect_tcp(struct rs_sock *rs, struct sockaddr *addr, int len, in
 static int rs_connect(struct socket *sock, struct sockaddr *addr, int len, int flags)
 {
 	struct rs_sock *rs = rs_sk(sock->sk);
+	struct sockaddr_in6 sin6;
 	struct sock *sk = &rs->sk;
 	bool started = false;
 	long timeo;
@@ -455,6 +456,16 @@ static int rs_connect(struct socket *sock, struct sockaddr *addr, int len, int f
 	err = rs_check_addr(rs, addr, len, false);
 	if (err < 0)
 		return err;
+	/*
+	 * An RFC 2133 name has no scope: TCP takes none, and so must everything after this (rdma_cm
+	 * reads a whole sockaddr_in6, past what the caller gave).
+	 */
+	if (err == AF_INET6 && len < (int)sizeof(sin6)) {
+		memset(&sin6, 0, sizeof(sin6));
+		memcpy(&sin6, addr, len);
+		addr = (struct sockaddr *)&sin6;
+		len = sizeof(sin6);
+	}
 	lock_sock(sk);
 	if (rs_is_tcp(rs)) {
 		err = rs_connect_tcp(rs, addr, len, flags, false);

@@ -161,9 +161,12 @@ static int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len)
 static void rs_note_addrs(struct rs_sock *rs, struct rdma_cm_id *id)
 {
 	int mtu = id->route.path_rec ? ib_mtu_enum_to_int(id->route.path_rec->mtu) : -1;
+	int ifindex = id->route.addr.dev_addr.bound_dev_if;
 
 	memcpy(&rs->local_addr, &id->route.addr.src_addr, sizeof(rs->local_addr));
 	memcpy(&rs->peer_addr, &id->route.addr.dst_addr, sizeof(rs->peer_addr));
+	rs_addr_scope_fill((struct sockaddr *)&rs->local_addr, ifindex);
+	rs_addr_scope_fill((struct sockaddr *)&rs->peer_addr, ifindex);
 	rs->path_mtu = mtu > 0 ? mtu : 1024;
 }
 
@@ -307,15 +310,31 @@ static struct rdma_cm_id *rs_cm_connect_id(struct rs_sock *rs, const struct sock
 		rdma_destroy_id(id);
 		return ERR_PTR(err);
 	}
-	/*
-	 * A link-local peer's scope is the interface the route must take.  rdma_cm takes it from
-	 * the destination only when it binds the id itself; resolving from a bound id uses the
-	 * id's device binding alone, which a wildcard source leaves unset (a link-local one set).
-	 */
-	if (rs_addr_ll6(addr) && !id->route.addr.dev_addr.bound_dev_if)
-		id->route.addr.dev_addr.bound_dev_if =
-			((const struct sockaddr_in6 *)addr)->sin6_scope_id;
 	return id;
+}
+
+/*
+ * A link-local peer's scope is the interface the route must take.  rdma_cm takes it from the
+ * destination only when it binds the id itself, from no source; resolving uses the id's device
+ * binding alone (a link-local source's scope, a bound address's device), which a wildcard source
+ * leaves unset.  So it goes there, for an id bound or not (@src: the source resolution binds it
+ * to, or NULL).  No scope, or one that is not the source's: not for RDMA (TCP decides, as its
+ * connect() does, refusing or following the scope).
+ */
+static int rs_cm_scope(struct rdma_cm_id *id, const struct sockaddr *addr,
+		       const struct sockaddr *src)
+{
+	u32 scope = ((const struct sockaddr_in6 *)addr)->sin6_scope_id;
+	int dev = id->route.addr.dev_addr.bound_dev_if;
+
+	if (!rs_addr_ll6(addr))
+		return 0;
+	if (src && rs_addr_ll6(src))
+		dev = ((const struct sockaddr_in6 *)src)->sin6_scope_id;
+	if (!scope || (dev && dev != scope))
+		return -EINVAL;
+	id->route.addr.dev_addr.bound_dev_if = scope;
+	return 0;
 }
 
 /*
@@ -345,6 +364,12 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, int *reaso
 		if (IS_ERR(id))
 			return PTR_ERR(id);
 		*reason = RDMASOCK_REASON_NO_DEVICE;
+	}
+	err = rs_cm_scope(id, addr, bound ? (struct sockaddr *)&src : NULL);
+	if (err) {
+		if (id != rs->cm_id)
+			rdma_destroy_id(id);
+		return err;
 	}
 	memcpy(&rs->peer_addr, addr, min_t(int, len, sizeof(rs->peer_addr)));
 	rs->peer_addr_len = len;

@@ -342,6 +342,18 @@ static inline bool rs_addr_ll6(const struct sockaddr *a)
 	       (ipv6_addr_type(&((const struct sockaddr_in6 *)a)->sin6_addr) & IPV6_ADDR_LINKLOCAL);
 }
 
+/*
+ * Name a link-local address with its interface, as TCP does: rdma_cm keeps the address of a
+ * connection's id alone, its interface in the id's device binding (@ifindex).
+ */
+static inline void rs_addr_scope_fill(struct sockaddr *a, int ifindex)
+{
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)a;
+
+	if (rs_addr_ll6(a) && !sin6->sin6_scope_id)
+		sin6->sin6_scope_id = ifindex;
+}
+
 /* The port of an AF_INET or AF_INET6 address (network order). */
 static inline __be16 rs_addr_port(const struct sockaddr *a)
 {

@@ -1445,11 +1445,12 @@ static int own_link_local(struct sockaddr_in6 *ss)
 
 /*
  * A link-local peer (fe80::...%eth0): carried as any other, from a port TCP holds too, as for
- * every RDMA client (it used to take rdma_cm's random choice, unknown to TCP).
+ * every RDMA client (it used to take rdma_cm's random choice, unknown to TCP); both ends' names
+ * carry the interface, as TCP's.  Without a scope, connect() fails as TCP's does.
  */
 TEST_F(lone, link_local_peer_connects_from_a_port_tcp_holds)
 {
-	struct sockaddr_in6 ll, me, peer, any = { .sin6_family = AF_INET6 };
+	struct sockaddr_in6 ll, me, peer, noscope, any = { .sin6_family = AF_INET6 };
 	socklen_t l = sizeof(me), pl = sizeof(peer);
 	int one = 1, lfd, s, t;
 
@@ -1465,6 +1466,19 @@ TEST_F(lone, link_local_peer_connects_from_a_port_tcp_holds)
 	ASSERT_EQ(0, listen(lfd, 4));
 	ASSERT_EQ(0, getsockname(lfd, (struct sockaddr *)&ll, &l));
 	l = sizeof(me);
+	noscope = ll;
+	noscope.sin6_scope_id = 0;
+	t = carrier_socket(variant->carrier, AF_INET6, SOCK_STREAM);
+	ASSERT_LE(0, t);
+	ASSERT_EQ(-1, connect(t, (struct sockaddr *)&noscope, sizeof(noscope)));
+	ASSERT_EQ(EINVAL, errno);
+	close(t);
+	/* An RFC 2133 name (24 bytes) has no scope, whatever follows it in the caller's memory. */
+	t = carrier_socket(variant->carrier, AF_INET6, SOCK_STREAM);
+	ASSERT_LE(0, t);
+	ASSERT_EQ(-1, connect(t, (struct sockaddr *)&ll, 24));
+	ASSERT_EQ(EINVAL, errno);
+	close(t);
 	ASSERT_EQ(0, connect(self->fd, (struct sockaddr *)&ll, sizeof(ll)));
 	ASSERT_TRUE(carried_as_expected(variant->carrier, self->fd));
 	s = accept(lfd, NULL, NULL);
@@ -1475,6 +1489,14 @@ TEST_F(lone, link_local_peer_connects_from_a_port_tcp_holds)
 	ASSERT_EQ(0, getpeername(s, (struct sockaddr *)&peer, &pl));
 	ASSERT_NE(0, me.sin6_port);
 	ASSERT_EQ(me.sin6_port, peer.sin6_port);
+	EXPECT_EQ(ll.sin6_scope_id, me.sin6_scope_id);
+	EXPECT_EQ(ll.sin6_scope_id, peer.sin6_scope_id);
+	pl = sizeof(peer);
+	ASSERT_EQ(0, getpeername(self->fd, (struct sockaddr *)&peer, &pl));
+	EXPECT_EQ(ll.sin6_scope_id, peer.sin6_scope_id);
+	pl = sizeof(peer);
+	ASSERT_EQ(0, getsockname(s, (struct sockaddr *)&peer, &pl));
+	EXPECT_EQ(ll.sin6_scope_id, peer.sin6_scope_id);
 	any.sin6_port = me.sin6_port;
 	t = socket(AF_INET6, SOCK_STREAM, 0);
 	ASSERT_LE(0, t);
