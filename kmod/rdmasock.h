@@ -371,7 +371,7 @@ static inline void rs_addr_set_port(struct sockaddr *a, __be16 port)
 		((struct sockaddr_in *)a)->sin_port = port;
 }
 
-/* Same family, address and port (and, for IPv6, scope). */
+/* Same family, address and port (and scope, for an IPv6 address that needs one). */
 static inline bool rs_addr_equal(const struct sockaddr *a, const struct sockaddr *b)
 {
 	const struct sockaddr_in *a4 = (const void *)a, *b4 = (const void *)b;
@@ -381,8 +381,11 @@ static inline bool rs_addr_equal(const struct sockaddr *a, const struct sockaddr
 		return false;
 	if (a->sa_family == AF_INET)
 		return a4->sin_port == b4->sin_port && a4->sin_addr.s_addr == b4->sin_addr.s_addr;
-	return a6->sin6_port == b6->sin6_port && a6->sin6_scope_id == b6->sin6_scope_id &&
-	       ipv6_addr_equal(&a6->sin6_addr, &b6->sin6_addr);
+	if (a6->sin6_port != b6->sin6_port || !ipv6_addr_equal(&a6->sin6_addr, &b6->sin6_addr))
+		return false;
+	/* The scope names the interface only where the address needs one: TCP ignores it else. */
+	return !__ipv6_addr_needs_scope_id(__ipv6_addr_type(&a6->sin6_addr)) ||
+	       a6->sin6_scope_id == b6->sin6_scope_id;
 }
 
 /* Is the socket's carrier TCP, for good (rs_carrier())? */
