@@ -314,26 +314,37 @@ static struct rdma_cm_id *rs_cm_connect_id(struct rs_sock *rs, const struct sock
 }
 
 /*
- * A link-local peer's scope is the interface the route must take.  rdma_cm takes it from the
- * destination only when it binds the id itself, from no source; resolving uses the id's device
- * binding alone (a link-local source's scope, a bound address's device), which a wildcard source
- * leaves unset.  So it goes there, for an id bound or not (@src: the source resolution binds it
- * to, or NULL).  No scope, or one that is not the source's: not for RDMA (TCP decides, as its
- * connect() does, refusing or following the scope).
+ * The interface the route must take: the TCP socket's device binding (SO_BINDTODEVICE, or the
+ * scope of a link-local address bind() gave it; rs_tcp_sync() has passed ours on), and a
+ * link-local peer's scope.  rdma_cm takes a link-local destination's scope only when it binds the
+ * id itself, from no source, and resolving uses the id's device binding alone (a link-local
+ * source's scope, a bound address's device), which a wildcard source leaves unset.  So it goes
+ * there, for an id bound or not (@src: the source resolution binds it to, or NULL).  What TCP's
+ * connect() would refuse or route otherwise (a link-local peer without any scope, bindings that
+ * disagree) is not for RDMA: TCP decides.
  */
-static int rs_cm_scope(struct rdma_cm_id *id, const struct sockaddr *addr,
+static int rs_cm_scope(struct rs_sock *rs, struct rdma_cm_id *id, const struct sockaddr *addr,
 		       const struct sockaddr *src)
 {
-	u32 scope = ((const struct sockaddr_in6 *)addr)->sin6_scope_id;
+	int want = READ_ONCE(rs->tcp->sk->sk_bound_dev_if);
 	int dev = id->route.addr.dev_addr.bound_dev_if;
 
-	if (!rs_addr_ll6(addr))
-		return 0;
 	if (src && rs_addr_ll6(src))
 		dev = ((const struct sockaddr_in6 *)src)->sin6_scope_id;
-	if (!scope || (dev && dev != scope))
+	if (rs_addr_ll6(addr)) {
+		int scope = ((const struct sockaddr_in6 *)addr)->sin6_scope_id;
+
+		if (scope && want && scope != want)
+			return -EINVAL;
+		want = scope ? : want;
+		if (!want)
+			return -EINVAL;
+	}
+	if (!want)
+		return 0;
+	if (dev && dev != want)
 		return -EINVAL;
-	id->route.addr.dev_addr.bound_dev_if = scope;
+	id->route.addr.dev_addr.bound_dev_if = want;
 	return 0;
 }
 
@@ -365,7 +376,7 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, int *reaso
 			return PTR_ERR(id);
 		*reason = RDMASOCK_REASON_NO_DEVICE;
 	}
-	err = rs_cm_scope(id, addr, bound ? (struct sockaddr *)&src : NULL);
+	err = rs_cm_scope(rs, id, addr, bound ? (struct sockaddr *)&src : NULL);
 	if (err) {
 		if (id != rs->cm_id)
 			rdma_destroy_id(id);

@@ -64,15 +64,25 @@ void rs_connect_work_arm(struct rs_sock *rs, unsigned long delay)
 		sock_put(&rs->sk);	/* it was pending already, with its reference */
 }
 
-void rs_connect_done(struct rs_sock *rs, int result, int reason)
+/* Record a connect's outcome (the first one wins) and return the one recorded. */
+static int rs_connect_record(struct rs_sock *rs, int result, int reason)
 {
+	int recorded;
+
 	spin_lock_bh(&rs->lock);
 	if (!test_and_set_bit(RS_F_CM_DONE, &rs->flags)) {
 		rs->cm_result = result;
 		if (result)
 			rs->reason = reason;
 	}
+	recorded = rs->cm_result;
 	spin_unlock_bh(&rs->lock);
+	return recorded;
+}
+
+void rs_connect_done(struct rs_sock *rs, int result, int reason)
+{
+	rs_connect_record(rs, result, reason);
 	rs_connect_work_arm(rs, 0);
 }
 
@@ -119,14 +129,19 @@ bool rs_child_unqueue(struct rs_sock *child)
 /*
  * A connect() still being set up (our ESTABLISHED, not yet the peer's READY) fails: that is its
  * outcome, so connect_work falls back to TCP (or reports it), not a reset.  True if it was one.
+ * Once the success is recorded (the peer's READY came), connect_work has yet to make the socket
+ * established, and the error (the peer's RESET, its QP's failure, the device going) is the
+ * connection's: a reset, as TCP's after its SYN-ACK, never lost.
  */
 static bool rs_fail_connecting(struct rs_sock *rs, int err)
 {
 	if (rs->parent || READ_ONCE(rs->sk.sk_state) != TCP_SYN_SENT ||
 	    READ_ONCE(rs->mode) != RDMASOCK_MODE_NONE || sock_flag(&rs->sk, SOCK_DEAD))
 		return false;
-	rs_connect_done(rs, err, err == -EPROTO ? RDMASOCK_REASON_HELLO :
-			RDMASOCK_REASON_RESOURCE);
+	if (!rs_connect_record(rs, err, err == -EPROTO ? RDMASOCK_REASON_HELLO :
+			       RDMASOCK_REASON_RESOURCE))
+		return false;
+	rs_connect_work_arm(rs, 0);
 	return true;
 }
 

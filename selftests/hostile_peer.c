@@ -39,7 +39,9 @@
  *
  * A user-space rdma_cm listener on ADDR:PORT.  "hold" only listens (prints "listening", then waits
  * to be killed): it holds the port in rdma_cm's port space.  "data_before_ready" accepts a kernel
- * client with a valid hello, WRITEs into its ring and never sends READY.
+ * client with a valid hello, WRITEs into its ring and never sends READY.  "ready_reset" and
+ * "ready_fin" accept one, send READY and at once a RESET or a FIN (print "CASE: sent", then wait
+ * to be killed).
  *   hostile_peer --half-open ADDR PORT N
  *
  * N connection requests with valid hellos (each announcing a 4 MiB ring) that are never completed:
@@ -395,7 +397,7 @@ static int serve(const char *addr, const char *port, const char *c)
 		pause();
 		return 0;
 	}
-	if (strcmp(c, "data_before_ready"))
+	if (strcmp(c, "data_before_ready") && strcmp(c, "ready_reset") && strcmp(c, "ready_fin"))
 		return 2;
 	ev = wait_event(RDMA_CM_EVENT_CONNECT_REQUEST);
 	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
@@ -417,6 +419,16 @@ static int serve(const char *addr, const char *port, const char *c)
 	if (ev->event != RDMA_CM_EVENT_ESTABLISHED)
 		return 3;
 	rdma_ack_cm_event(ev);
+	if (strcmp(c, "data_before_ready")) {
+		/* READY and at once a RESET or a FIN: both before the client's connect() returns. */
+		post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, RS_CTRL_READY), 0, 0);
+		post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, strcmp(c, "ready_fin") ?
+						  RS_CTRL_RESET : RS_CTRL_FIN), 0, 0);
+		printf("%s: sent\n", c);
+		fflush(stdout);
+		pause();
+		return 0;
+	}
 	fcntl(ch->fd, F_SETFL, O_NONBLOCK);
 	/* DATA into the client's ring, and never the READY that must come first. */
 	memcpy(ring, "early", 5);

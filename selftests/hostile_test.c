@@ -401,6 +401,78 @@ TEST_F_TIMEOUT(once, kernel_client_refuses_data_before_ready, 120)
 }
 
 /*
+ * A server that sends its READY and at once a RESET: both can come before connect_work makes the
+ * socket established, and the reset is the connection's, as TCP's after its SYN-ACK: connect()
+ * fails with ECONNRESET, or succeeds and the first read does (the module before lost the RESET:
+ * connect() succeeded and reads waited for ever).  The socket connects again afterwards.
+ */
+TEST_F_TIMEOUT(once, reset_right_after_ready_is_the_connection_s, 120)
+{
+	struct timeval tv = { .tv_sec = 5 };
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int c, s, one = 1;
+	char buf[16];
+	pid_t pid;
+
+	free_port(&ss, &len);
+	ASSERT_NE(0, addr_port(&ss));
+	ASSERT_EQ(0, run_server(&ss, "ready_reset", &pid));
+	c = socket(rs_family_number(), SOCK_STREAM, 0);
+	ASSERT_EQ(0, setsockopt(c, SOL_RDMASOCK, RDMASOCK_NO_FALLBACK, &one, sizeof(one)));
+	ASSERT_EQ(0, setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	if (connect(c, (struct sockaddr *)&ss, len)) {
+		ASSERT_EQ(ECONNRESET, errno);
+	} else {
+		ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+		ASSERT_EQ(-1, recv(c, buf, sizeof(buf), 0));
+		ASSERT_EQ(ECONNRESET, errno);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(2, send(c, "ok", 2, 0));
+	ASSERT_EQ(2, recv(s, buf, 2, MSG_WAITALL));
+	close(c);
+	close(s);
+}
+
+/*
+ * A server that sends its READY and at once its FIN (it had nothing to say): connect() succeeds
+ * into CLOSE_WAIT, as TCP's does when the FIN came with or right after the SYN-ACK (the module
+ * before made it ESTABLISHED, with the read side shut): end of stream, and writes still go.
+ */
+TEST_F_TIMEOUT(once, fin_right_after_ready_leaves_close_wait, 120)
+{
+	struct timeval tv = { .tv_sec = 5 };
+	struct sockaddr_storage ss;
+	struct tcp_info ti;
+	socklen_t len, tl = sizeof(ti);
+	int c, one = 1;
+	char buf[16];
+	pid_t pid;
+
+	free_port(&ss, &len);
+	ASSERT_NE(0, addr_port(&ss));
+	ASSERT_EQ(0, run_server(&ss, "ready_fin", &pid));
+	c = socket(rs_family_number(), SOCK_STREAM, 0);
+	ASSERT_EQ(0, setsockopt(c, SOL_RDMASOCK, RDMASOCK_NO_FALLBACK, &one, sizeof(one)));
+	ASSERT_EQ(0, setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(0, recv(c, buf, sizeof(buf), 0));
+	ASSERT_EQ(0, getsockopt(c, SOL_TCP, TCP_INFO, &ti, &tl));
+	ASSERT_EQ(TCP_CLOSE_WAIT, ti.tcpi_state);
+	ASSERT_EQ(2, send(c, "ok", 2, 0));
+	close(c);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/*
  * The mutating peer: rounds of valid traffic with fields mutated at random
  * (RDMASOCK_MUTATE_ROUNDS, RDMASOCK_MUTATE_STEPS, RDMASOCK_MUTATE_SEED: make soak runs it long).
  * Each round the accepted socket must end in data, EOF or an error within bounds, never more

@@ -1507,6 +1507,89 @@ TEST_F(lone, link_local_peer_connects_from_a_port_tcp_holds)
 	close(lfd);
 }
 
+/* A connection from @c to @lfd, accepted, carried as its carrier's and carrying "hi". */
+static int accept_and_check(int lfd, int c, enum carrier carrier)
+{
+	char buf[2];
+	int s = accept(lfd, NULL, NULL);
+
+	if (s < 0 || !carried_as_expected(carrier, c) || send(c, "hi", 2, 0) != 2 ||
+	    recv(s, buf, 2, MSG_WAITALL) != 2 || memcmp(buf, "hi", 2)) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	close(s);
+	return 0;
+}
+
+/*
+ * A device binding is the route's, as TCP's: with SO_BINDTODEVICE, or bound to a link-local
+ * address, a link-local peer needs no scope of its own (RDMA used to leave these to TCP), one of
+ * another interface is refused (EINVAL), and a global peer on the bound interface is carried as
+ * without the binding.
+ */
+TEST_F(lone, device_binding_is_the_route_s)
+{
+	struct sockaddr_in6 ll, noscope, src;
+	struct sockaddr_storage ss;
+	char ifname[IF_NAMESIZE];
+	int one = 1, lfd, glfd, t;
+	socklen_t l = sizeof(ll), len;
+
+	if (variant->af != AF_INET6)
+		SKIP(return, "IPv6 only");
+	if (own_link_local(&ll) || !if_indextoname(ll.sin6_scope_id, ifname))
+		SKIP(return, "no link-local address on the test interface");
+	lfd = carrier_socket(variant->carrier, AF_INET6, SOCK_STREAM);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	src = ll;
+	ll.sin6_port = 0;
+	ASSERT_EQ(0, bind(lfd, (struct sockaddr *)&ll, sizeof(ll)));
+	ASSERT_EQ(0, listen(lfd, 4));
+	ASSERT_EQ(0, getsockname(lfd, (struct sockaddr *)&ll, &l));
+	noscope = ll;
+	noscope.sin6_scope_id = 0;
+
+	/* SO_BINDTODEVICE gives an unscoped link-local peer its interface. */
+	t = carrier_socket(variant->carrier, AF_INET6, SOCK_STREAM);
+	ASSERT_LE(0, t);
+	ASSERT_EQ(0, setsockopt(t, SOL_SOCKET, SO_BINDTODEVICE, ifname, strlen(ifname)));
+	ASSERT_EQ(0, connect(t, (struct sockaddr *)&noscope, sizeof(noscope)));
+	ASSERT_EQ(0, accept_and_check(lfd, t, variant->carrier));
+	close(t);
+
+	/* So does a bound link-local source. */
+	t = carrier_socket(variant->carrier, AF_INET6, SOCK_STREAM);
+	ASSERT_LE(0, t);
+	src.sin6_port = 0;
+	ASSERT_EQ(0, bind(t, (struct sockaddr *)&src, sizeof(src)));
+	ASSERT_EQ(0, connect(t, (struct sockaddr *)&noscope, sizeof(noscope)));
+	ASSERT_EQ(0, accept_and_check(lfd, t, variant->carrier));
+	close(t);
+
+	/* A scope that is not the bound interface's: EINVAL. */
+	t = carrier_socket(variant->carrier, AF_INET6, SOCK_STREAM);
+	ASSERT_LE(0, t);
+	ASSERT_EQ(0, setsockopt(t, SOL_SOCKET, SO_BINDTODEVICE, "lo", 2));
+	ASSERT_EQ(-1, connect(t, (struct sockaddr *)&ll, sizeof(ll)));
+	ASSERT_EQ(EINVAL, errno);
+	close(t);
+
+	/* A global peer on the bound interface. */
+	glfd = make_listener(variant->carrier, AF_INET6, &ss, &len);
+	ASSERT_LE(0, glfd);
+	t = carrier_socket(variant->carrier, AF_INET6, SOCK_STREAM);
+	ASSERT_LE(0, t);
+	ASSERT_EQ(0, setsockopt(t, SOL_SOCKET, SO_BINDTODEVICE, ifname, strlen(ifname)));
+	ASSERT_EQ(0, connect(t, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(0, accept_and_check(glfd, t, variant->carrier));
+	close(t);
+	close(glfd);
+	close(lfd);
+}
+
 /* As TCP: close() gives a bound socket's port back at once; the next socket listens there. */
 TEST_F(lone, port_of_a_closed_bound_socket_is_free_at_once)
 {
