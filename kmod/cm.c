@@ -968,8 +968,7 @@ void rs_cm_listener_close(struct rs_sock *rs)
 static void rs_cm_disconnected(struct rs_sock *rs)
 {
 	/* The peer's FIN may be in the CQ still, not yet polled: it decides reset or close. */
-	if (rs->cq)
-		rs_cq_poll_all(rs);
+	rs_cq_poll_all(rs);
 	/*
 	 * No FIN, no RESET: the peer lost its path, or we did; both carry on over TCP.  After its
 	 * FIN, an orderly close whose bytes stay readable to EOF (a peer that did not close and

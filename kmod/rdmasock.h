@@ -9,7 +9,6 @@
 #include <linux/types.h>
 #include <linux/net.h>
 #include <linux/list.h>
-#include <linux/irq_poll.h>
 #include <linux/workqueue.h>
 #include <linux/siphash.h>
 #include <net/sock.h>
@@ -56,10 +55,15 @@ struct rs_ring {
 };
 
 /* One per send-queue slot: the completion context of the WR posted there. */
+struct rs_sock;
+
 struct rs_txctx {
 	struct ib_cqe cqe;
 	u32 seq;
+	struct rs_sock *rs;	/* the CQ is shared (wr.c): its completion's socket */
 };
+
+struct rs_cq;
 
 enum rs_flag {
 	RS_F_PEER_READY,	/* peer's READY seen: its ring may be written */
@@ -152,9 +156,8 @@ struct rs_sock {
 	/* RDMA resources (conn.c, wr.c, ring.c).  Changed in process context under lock_sock. */
 	struct rdma_cm_id *cm_id;
 	struct ib_pd *pd;
-	struct ib_cq *cq;
-	spinlock_t cq_lock;		/* one poller at a time: irq_poll or a busy reader (wr.c) */
-	struct irq_poll cq_iop;
+	struct rs_cq *cq;		/* shared with the device's other QPs (wr.c) */
+	spinlock_t cq_lock;		/* a busy reader or the CM polls rs->cq only under it */
 	struct ib_qp *qp;
 	struct rs_ring rx;		/* the peer writes here */
 	struct rs_ring tx;		/* staging: min(the peer's ring, our SO_SNDBUF), grow.c */
@@ -183,7 +186,6 @@ struct rs_sock {
 	u32 max_inline;
 	struct rs_txctx *txc;		/* sq_depth entries */
 	struct ib_cqe recv_cqe;
-	struct ib_cqe reg_cqe;
 
 	struct_group(conn_peer,		/* zeroed together by rs_conn_reset() */
 		u64 peer_ring_addr;

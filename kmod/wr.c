@@ -1,23 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rdmasock verbs: one connection's QP, its completion queue, and posting work requests.
+ * rdmasock verbs: one connection's QP, the completion queues, and posting work requests.
  *
  * Everything that goes on the send queue goes through __rs_post() under rs->lock: data WRITEs
  * (tx.c), control messages (every layer above), REG_MRs at set-up and, through the fence, when a
  * ring grows.  The completion handlers are the data path's (tx.c, rx.c), given to rs_qp_create():
  * this file calls none of them by name.
  *
- * The completion queue is polled in softirq and by busy-polling readers.  ib_alloc_cq()'s CQs can
+ * A completion queue is polled in softirq and by busy-polling readers.  ib_alloc_cq()'s CQs can
  * only be polled by the core's own context (an IB_POLL_SOFTIRQ CQ must not be polled directly),
  * so a reader that busy-polls would have to wait for the device's completion event, its tasklet
- * and the irq_poll softirq before it sees its data.  This CQ is created with ib_create_cq() and
- * our own event handler, which schedules our own irq_poll; the busy-polling reader polls the same
- * CQ itself.  rs->cq_lock makes the two take turns, so completions are handled one at a time and
+ * and the irq_poll softirq before it sees its data.  Our CQs are created with ib_create_cq() and
+ * our own event handler, which schedules the CQ's irq_poll; a busy-polling reader polls the same
+ * CQ itself.  The CQ's lock makes the two take turns, so completions are handled one at a time and
  * in order, as the handlers in tx.c and rx.c assume.  Both run with bottom halves off, as under
  * IB_POLL_SOFTIRQ.
+ *
+ * The QPs of one device share CQs (struct rs_cq), as the core's CQ pool does: a CQ of its own cost
+ * each connection end a whole provider queue, rounded up to a power of two, plus its header (rxe:
+ * 20 KiB for 92 entries, #22).  Each QP reserves the entries its two queues and their drain
+ * markers can hold at once, so a CQ never overflows; a completion finds its socket from its
+ * ib_cqe.  A CQ goes when its last QP does.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/list.h>
+#include <linux/irq_poll.h>
+#include <linux/log2.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
 #include <linux/wait_bit.h>
 #include "rdmasock.h"
 #include "core.h"
@@ -35,7 +46,7 @@
  * connection end 160 -> 94 KiB on rxe with the receive queue below, set-up rate and streams no
  * worse (docs/performance.md).
  * Never below RS_SIGNAL_EVERY + RS_SQ_CTRL_RESERVE: a full queue must hold a signaled WR.  The
- * receive queue is deeper (its slots are 64 bytes on rxe; the CQ has 128 entries for both): the
+ * receive queue is deeper (its slots are 64 bytes on rxe; the CQ entries are shared): the
  * peer's retired WRs are not yet reposted receives here, and a peer of an older version sends
  * up to 124.
  */
@@ -47,19 +58,42 @@
 #define RS_CQ_BUDGET		64	/* completions per irq_poll turn */
 #define RS_CQ_BATCH		8	/* completions per ib_poll_cq() call */
 
-/* Handle up to @budget completions; rs->cq_lock held.  Returns how many there were. */
-static int rs_cq_process(struct rs_sock *rs, int budget)
+/*
+ * A completion queue shared by the QPs of one device.  Its entries are reserved by the QPs on it
+ * (rs_cq_get()); the lock is the pollers' (irq_poll, busy readers, rs_cq_poll_all()).
+ */
+struct rs_cq {
+	struct list_head node;		/* on rs_cqs (rs_cqs_lock) */
+	struct ib_cq *cq;
+	spinlock_t lock;		/* one poller at a time */
+	struct irq_poll iop;
+	u32 size;			/* entries */
+	u32 used;			/* reserved by QPs (rs_cqs_lock) */
+	int vector;			/* the device's completion vector it uses */
+};
+
+/*
+ * Sizes: the first CQ of a device's vector fits one QP in rxe's smallest queue that holds it (127
+ * entries: 128 slots with the one rxe keeps free); each further one doubles what the vector has,
+ * up to RS_CQ_MAX (rxe: 1024 slots of 128 bytes, eleven QPs, 12 KiB each instead of 20).
+ */
+#define RS_CQ_MAX		1023
+static LIST_HEAD(rs_cqs);
+static DEFINE_MUTEX(rs_cqs_lock);
+
+/* Handle up to @budget completions; cq->lock held.  Returns how many there were. */
+static int rs_cq_process(struct rs_cq *cq, int budget)
 {
 	struct ib_wc wc[RS_CQ_BATCH];
 	int done = 0, n, i;
 
-	lockdep_assert_held(&rs->cq_lock);
+	lockdep_assert_held(&cq->lock);
 	while (done < budget) {
-		n = ib_poll_cq(rs->cq, min(budget - done, RS_CQ_BATCH), wc);
+		n = ib_poll_cq(cq->cq, min(budget - done, RS_CQ_BATCH), wc);
 		if (n <= 0)
 			break;
 		for (i = 0; i < n; i++)
-			wc[i].wr_cqe->done(rs->cq, &wc[i]);
+			wc[i].wr_cqe->done(cq->cq, &wc[i]);
 		done += n;
 		if (n < RS_CQ_BATCH)
 			break;
@@ -69,85 +103,199 @@ static int rs_cq_process(struct rs_sock *rs, int budget)
 
 static int rs_cq_irq_poll(struct irq_poll *iop, int budget)
 {
-	struct rs_sock *rs = container_of(iop, struct rs_sock, cq_iop);
+	struct rs_cq *cq = container_of(iop, struct rs_cq, iop);
 	int done;
 
-	spin_lock(&rs->cq_lock);
-	done = rs_cq_process(rs, budget);
-	spin_unlock(&rs->cq_lock);
+	spin_lock(&cq->lock);
+	done = rs_cq_process(cq, budget);
+	/*
+	 * Re-arm; a completion that came before the arming would be missed: poll again.  Under the
+	 * lock, which rs_cq_put() takes once the irq_poll is disabled: the CQ goes only after this.
+	 */
 	if (done < budget) {
 		irq_poll_complete(iop);
-		/* Re-arm; a completion that came before the arming would be missed: poll again. */
-		if (ib_req_notify_cq(rs->cq, IB_CQ_NEXT_COMP | IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		if (ib_req_notify_cq(cq->cq, IB_CQ_NEXT_COMP | IB_CQ_REPORT_MISSED_EVENTS) > 0)
 			irq_poll_sched(iop);
 	}
+	spin_unlock(&cq->lock);
 	return done;
 }
 
 /* The device's completion event, in any context (rxe calls it under its CQ lock, irqs off). */
-static void rs_cq_event(struct ib_cq *cq, void *ctx)
+static void rs_cq_event(struct ib_cq *ibcq, void *ctx)
 {
-	struct rs_sock *rs = ctx;
+	struct rs_cq *cq = ctx;
 
-	irq_poll_sched(&rs->cq_iop);
+	irq_poll_sched(&cq->iop);
 }
 
-int rs_cq_create(struct rs_sock *rs, struct ib_device *dev, u32 entries)
+/* An asynchronous CQ error (an overrun, which the reservations rule out): say so. */
+static void rs_cq_error(struct ib_event *ev, void *ctx)
 {
-	struct ib_cq_init_attr attr = { .cqe = entries };
-	struct ib_cq *cq;
+	pr_err("completion queue error %d on %s\n", ev->event, dev_name(&ev->device->dev));
+}
 
-	cq = ib_create_cq(dev, rs_cq_event, NULL, rs, &attr);
-	if (IS_ERR(cq))
-		return PTR_ERR(cq);
-	irq_poll_init(&rs->cq_iop, RS_CQ_BUDGET, rs_cq_irq_poll);
-	rs->cq = cq;
-	ib_req_notify_cq(cq, IB_CQ_NEXT_COMP);
-	return 0;
+static struct rs_cq *rs_cq_new(struct ib_device *dev, u32 size, int vector)
+{
+	struct ib_cq_init_attr attr = { .cqe = size, .comp_vector = vector };
+	struct rs_cq *cq;
+	struct ib_cq *ibcq;
+
+	cq = kzalloc(sizeof(*cq), GFP_KERNEL);
+	if (!cq)
+		return ERR_PTR(-ENOMEM);
+	ibcq = ib_create_cq(dev, rs_cq_event, rs_cq_error, cq, &attr);
+	if (IS_ERR(ibcq)) {
+		kfree(cq);
+		return ERR_CAST(ibcq);
+	}
+	cq->cq = ibcq;
+	cq->size = size;
+	cq->vector = vector;
+	spin_lock_init(&cq->lock);
+	irq_poll_init(&cq->iop, RS_CQ_BUDGET, rs_cq_irq_poll);
+	ib_req_notify_cq(ibcq, IB_CQ_NEXT_COMP);
+	return cq;
 }
 
 /*
- * After the QP is drained (its drain markers complete through irq_poll).  Teardown set RS_F_DYING
- * first, so no busy poller enters again; taking cq_lock waits out one that is inside.
+ * @entries of a CQ of @dev for a new QP: on the completion vector of the CPU we run on (a device
+ * with several spreads its connections' completions over the CPUs, as the CQs of their own did
+ * not: they all took vector 0), the fullest CQ with room for them (so that emptier ones drain and
+ * go), else a new one.  Process context.
  */
-void rs_cq_destroy(struct rs_sock *rs)
+static struct rs_cq *rs_cq_get(struct ib_device *dev, u32 entries)
 {
-	if (!rs->cq)
+	int vector = raw_smp_processor_id() % max(dev->num_comp_vectors, 1);
+	struct rs_cq *cq, *best = NULL;
+	u32 have = 0, size;
+
+	mutex_lock(&rs_cqs_lock);
+	list_for_each_entry(cq, &rs_cqs, node) {
+		if (cq->cq->device != dev || cq->vector != vector)
+			continue;
+		have += cq->size;
+		if (cq->size - cq->used >= entries &&
+		    (!best || cq->size - cq->used < best->size - best->used))
+			best = cq;
+	}
+	if (!best) {
+		size = roundup_pow_of_two(have + entries + 1) - 1;
+		size = max(min_t(u32, size, RS_CQ_MAX), entries);
+		size = min_t(u32, size, dev->attrs.max_cqe);
+		best = size >= entries ? rs_cq_new(dev, size, vector) : ERR_PTR(-EINVAL);
+		if (IS_ERR(best))
+			goto out;
+		list_add(&best->node, &rs_cqs);
+	}
+	best->used += entries;
+out:
+	mutex_unlock(&rs_cqs_lock);
+	return best;
+}
+
+/*
+ * Give back @entries of @cq: its QP is drained (its drain markers completed through the CQ's
+ * poller, and every completion of the QP came before them) and destroyed.  The last QP's put
+ * destroys the CQ.  Process context.
+ */
+static void rs_cq_put(struct rs_cq *cq, u32 entries)
+{
+	mutex_lock(&rs_cqs_lock);
+	cq->used -= entries;
+	if (cq->used)
+		cq = NULL;
+	else
+		list_del(&cq->node);
+	mutex_unlock(&rs_cqs_lock);
+	if (!cq)
 		return;
+	irq_poll_disable(&cq->iop);
+	/* Wait out an irq_poll still re-arming under the lock (rs_cq_irq_poll()). */
+	spin_lock_bh(&cq->lock);
+	spin_unlock_bh(&cq->lock);
+	ib_destroy_cq(cq->cq);
+	kfree(cq);
+}
+
+/* A QP's reservation: every WR of both queues and the drain markers (a full CQ stalls drain). */
+static u32 rs_cq_entries(struct rs_sock *rs)
+{
+	return rs->sq_depth + rs->rq_depth + 4;
+}
+
+/*
+ * Handle what @cq holds, up to its size: everything that was in it when we began (it never holds
+ * more), in the CQ's order.  The lock is dropped between turns, so softirqs and other pollers
+ * are held off for one turn at most.  Process context.
+ */
+static void rs_cq_flush(struct rs_cq *cq)
+{
+	int left = cq->size, done;
+
+	do {
+		spin_lock_bh(&cq->lock);
+		done = rs_cq_process(cq, RS_CQ_BUDGET);
+		spin_unlock_bh(&cq->lock);
+		left -= done;
+	} while (done == RS_CQ_BUDGET && left > 0);
+}
+
+/*
+ * After the QP is drained and destroyed, before its WR contexts are freed.  Teardown set
+ * RS_F_DYING first, so no busy poller enters again; taking rs->cq_lock waits out one that is
+ * inside, and later ones find no CQ.  A drain that could not complete (a provider that refused
+ * the error state or the marker) may have left the QP's completions in the shared CQ, which
+ * outlives the QP: they are handled here, while the socket (dying: its handlers ignore them)
+ * and its WR contexts still exist.
+ */
+static void rs_cq_release(struct rs_sock *rs)
+{
+	struct rs_cq *cq;
+
 	spin_lock_bh(&rs->cq_lock);
-	spin_unlock_bh(&rs->cq_lock);
-	irq_poll_disable(&rs->cq_iop);
-	ib_destroy_cq(rs->cq);
+	cq = rs->cq;
 	rs->cq = NULL;
+	spin_unlock_bh(&rs->cq_lock);
+	if (!cq)
+		return;
+	rs_cq_flush(cq);
+	rs_cq_put(cq, rs_cq_entries(rs));
 }
 
 /*
  * The CM says the peer disconnected: handle every completion the CQ holds first, waiting for the
  * irq_poll if it is inside, so that a FIN that arrived before the disconnect is seen before we
  * decide between an orderly close and a reset.  CM handler (process context); teardown takes the
- * handler lock before it frees the CQ, so the CQ stays.  Bounded: a few times the CQ's size.
+ * handler lock before it releases the CQ, so the CQ stays while we are here.  Bounded by the CQ's
+ * size (it holds the other QPs' completions too).
  */
 void rs_cq_poll_all(struct rs_sock *rs)
 {
-	int rounds = 16;	/* 16 x RS_CQ_BUDGET: several times the CQ's size */
+	struct rs_cq *cq;
 
 	spin_lock_bh(&rs->cq_lock);
-	while (!test_bit(RS_F_DYING, &rs->flags) && rs->cq && rounds-- &&
-	       rs_cq_process(rs, RS_CQ_BUDGET) == RS_CQ_BUDGET)
-		;
+	cq = test_bit(RS_F_DYING, &rs->flags) ? NULL : rs->cq;
 	spin_unlock_bh(&rs->cq_lock);
+	if (cq)
+		rs_cq_flush(cq);
 }
 
 /*
  * Busy poll: handle what the CQ holds now, from the reader's context.  Nothing to do when the
- * connection is being torn down (the CQ may be going away) or the softirq is polling it already.
+ * connection is being torn down (the CQ may be going away) or another poller is at it already.
  */
 void rs_cq_busy_poll(struct rs_sock *rs)
 {
+	struct rs_cq *cq;
+
 	if (!spin_trylock_bh(&rs->cq_lock))
 		return;
-	if (!test_bit(RS_F_DYING, &rs->flags) && rs->cq)
-		rs_cq_process(rs, RS_CQ_BATCH);
+	cq = rs->cq;
+	if (cq && !test_bit(RS_F_DYING, &rs->flags) && spin_trylock(&cq->lock)) {
+		rs_cq_process(cq, RS_CQ_BATCH);
+		spin_unlock(&cq->lock);
+	}
 	spin_unlock_bh(&rs->cq_lock);
 }
 
@@ -257,8 +405,8 @@ static int rs_qp_alloc(struct rs_sock *rs, struct rdma_cm_id *id, u32 inline_siz
 
 	attr.event_handler = rs_qp_event;
 	attr.qp_context = rs;
-	attr.send_cq = rs->cq;
-	attr.recv_cq = rs->cq;
+	attr.send_cq = rs->cq->cq;
+	attr.recv_cq = rs->cq->cq;
 	attr.qp_type = IB_QPT_RC;
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	/* +1 on each queue for ib_drain_qp()'s marker WR. */
@@ -284,6 +432,7 @@ int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id,
 		 void (*send_done)(struct ib_cq *cq, struct ib_wc *wc),
 		 void (*recv_done)(struct ib_cq *cq, struct ib_wc *wc))
 {
+	struct rs_cq *cq;
 	unsigned int i;
 	int err;
 
@@ -293,13 +442,17 @@ int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id,
 	rs->txc = kcalloc(rs->sq_depth, sizeof(*rs->txc), GFP_KERNEL);
 	if (!rs->txc)
 		return -ENOMEM;
-	for (i = 0; i < rs->sq_depth; i++)
+	for (i = 0; i < rs->sq_depth; i++) {
 		rs->txc[i].cqe.done = send_done;
+		rs->txc[i].rs = rs;
+	}
 	rs->recv_cqe.done = recv_done;
-	/* Room for every WR of both queues and the drain markers: a full CQ stalls drain. */
-	err = rs_cq_create(rs, id->device, rs->sq_depth + rs->rq_depth + 4);
-	if (err)
-		return err;
+	cq = rs_cq_get(id->device, rs_cq_entries(rs));
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	spin_lock_bh(&rs->cq_lock);
+	rs->cq = cq;
+	spin_unlock_bh(&rs->cq_lock);
 	/* Not every device does inline sends of this size: retry without. */
 	err = rs_qp_alloc(rs, id, RS_MAX_INLINE);
 	if (err)
@@ -318,7 +471,7 @@ void rs_qp_destroy(struct rs_sock *rs)
 		rs->qp = NULL;
 		WRITE_ONCE(rs->local_qpn, 0);
 	}
-	rs_cq_destroy(rs);
+	rs_cq_release(rs);
 	kfree(rs->txc);
 	rs->txc = NULL;
 }

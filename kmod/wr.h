@@ -12,8 +12,6 @@ void rs_comm_est(struct rs_sock *rs);
 void rs_comm_est_settled(struct rs_sock *rs);
 void rs_comm_est_settle(struct rs_sock *rs);
 void rs_wr_init(struct rs_sock *rs);
-int rs_cq_create(struct rs_sock *rs, struct ib_device *dev, u32 entries);
-void rs_cq_destroy(struct rs_sock *rs);
 void rs_cq_busy_poll(struct rs_sock *rs);
 void rs_cq_poll_all(struct rs_sock *rs);
 int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id,

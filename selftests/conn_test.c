@@ -85,14 +85,37 @@ TEST_F_TIMEOUT(many, all_open_at_once_and_carry_data, 900)
 			ring_bytes += info.rx_ring_size + info.tx_ring_size;
 		}
 	}
-	if (variant->carrier != CARRIER_TCP)
+	if (variant->carrier != CARRIER_TCP) {
+		int cqs, users;
+
 		TH_LOG("%d connections over RDMA: %llu KiB of rings per connection end", self->n,
 		       ring_bytes / self->n / 1024);
+		/*
+		 * The QPs share completion queues (wr.c): each end's QP reserves 92 entries, and a
+		 * CQ has up to 1023, the first ones of a device fewer: eleven QPs to a CQ, not one.
+		 */
+		cqs = rs_cqs(&users);
+		TH_LOG("%d connection ends on %d completion queues", 2 * self->n, cqs);
+		ASSERT_LE(2 * 2 * self->n, users);	/* each end's QP, both queues */
+		ASSERT_LE(1, cqs);
+		ASSERT_GE(2 * self->n / 10 + 8, cqs);
+	}
 	for (int i = 0; i < self->n; i++) {
 		close(self->cfd[i]);
 		close(self->sfd[i]);
 	}
 	close(lfd);
+	if (variant->carrier != CARRIER_TCP) {
+		long long start = mono_ms();
+		int cqs, users;
+
+		/* Closed ends finish asynchronously; the last QP off a CQ takes it with it. */
+		while ((cqs = rs_cqs(&users)) > 0 && ms_since(start) < 120000)
+			usleep(100000);
+		ASSERT_EQ(0, cqs) {
+			TH_LOG("%d completion queues (%d uses) left after every close", cqs, users);
+		}
+	}
 }
 
 /*

@@ -318,6 +318,31 @@ static inline long long rs_counter(const char *name)
 }
 
 /*
+ * The completion queues rdmasock holds on RDMA devices, from iproute2's `rdma resource show cq`
+ * (a kernel CQ is named by the module that made it): how many, and in *users the QPs' uses of
+ * them (a QP counts once for its send and once for its receive queue).  -1: the tool failed.
+ */
+static inline int rs_cqs(int *users)
+{
+	FILE *p = popen("rdma resource show cq", "r");
+	char line[512], *u;
+	int n = 0, k;
+
+	*users = 0;
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p)) {
+		if (!strstr(line, "[rdmasock]"))
+			continue;
+		n++;
+		u = strstr(line, " users ");
+		if (u && sscanf(u, " users %d", &k) == 1)
+			*users += k;
+	}
+	return pclose(p) ? -1 : n;
+}
+
+/*
  * A module parameter changed for one test and put back after it: @p keeps the old value.  Put
  * back from the fixture's teardown, which the harness runs after a failed assertion too, so a
  * failing test does not leave the setting for the tests after it.
