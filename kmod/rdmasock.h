@@ -157,7 +157,7 @@ struct rs_sock {
 	struct rdma_cm_id *cm_id;
 	struct ib_pd *pd;
 	struct rs_cq *cq;		/* shared with the device's other QPs (wr.c) */
-	spinlock_t cq_lock;		/* a busy reader or the CM polls rs->cq only under it */
+	spinlock_t cq_lock;		/* guards rs->cq for busy readers and the CM's poll */
 	struct ib_qp *qp;
 	struct rs_ring rx;		/* the peer writes here */
 	struct rs_ring tx;		/* staging: min(the peer's ring, our SO_SNDBUF), grow.c */

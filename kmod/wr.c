@@ -28,6 +28,7 @@
 #include <linux/irq_poll.h>
 #include <linux/log2.h>
 #include <linux/mutex.h>
+#include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/wait_bit.h>
 #include "rdmasock.h"
@@ -70,6 +71,7 @@ struct rs_cq {
 	u32 size;			/* entries */
 	u32 used;			/* reserved by QPs (rs_cqs_lock) */
 	int vector;			/* the device's completion vector it uses */
+	struct rcu_head rcu;
 };
 
 /*
@@ -121,7 +123,10 @@ static int rs_cq_irq_poll(struct irq_poll *iop, int budget)
 	return done;
 }
 
-/* The device's completion event, in any context (rxe calls it under its CQ lock, irqs off). */
+/*
+ * The device's completion event, in any context (rxe on 6.4+ calls it under its CQ lock, irqs off;
+ * 6.1's from a tasklet).
+ */
 static void rs_cq_event(struct ib_cq *ibcq, void *ctx)
 {
 	struct rs_cq *cq = ctx;
@@ -132,7 +137,8 @@ static void rs_cq_event(struct ib_cq *ibcq, void *ctx)
 /* An asynchronous CQ error (an overrun, which the reservations rule out): say so. */
 static void rs_cq_error(struct ib_event *ev, void *ctx)
 {
-	pr_err("completion queue error %d on %s\n", ev->event, dev_name(&ev->device->dev));
+	pr_err_ratelimited("completion queue error %d on %s\n", ev->event,
+			   dev_name(&ev->device->dev));
 }
 
 static struct rs_cq *rs_cq_new(struct ib_device *dev, u32 size, int vector)
@@ -215,7 +221,11 @@ static void rs_cq_put(struct rs_cq *cq, u32 entries)
 	spin_lock_bh(&cq->lock);
 	spin_unlock_bh(&cq->lock);
 	ib_destroy_cq(cq->cq);
-	kfree(cq);
+	/*
+	 * After a grace period: rxe 6.1's completion tasklet tests its CQ's dying flag, then calls
+	 * our event handler unlocked, and nothing waits for it (softirqs are read-side sections).
+	 */
+	kfree_rcu(cq, rcu);
 }
 
 /* A QP's reservation: every WR of both queues and the drain markers (a full CQ stalls drain). */
@@ -246,8 +256,8 @@ static void rs_cq_flush(struct rs_cq *cq)
  * RS_F_DYING first, so no busy poller enters again; taking rs->cq_lock waits out one that is
  * inside, and later ones find no CQ.  A drain that could not complete (a provider that refused
  * the error state or the marker) may have left the QP's completions in the shared CQ, which
- * outlives the QP: they are handled here, while the socket (dying: its handlers ignore them)
- * and its WR contexts still exist.
+ * outlives the QP: they are handled here, while the socket (dying: nothing its handlers do
+ * posts or reports any more) and its WR contexts still exist.
  */
 static void rs_cq_release(struct rs_sock *rs)
 {
