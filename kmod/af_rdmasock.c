@@ -61,7 +61,7 @@ static void rs_sk_destruct(struct sock *sk)
 {
 	struct rs_sock *rs = rs_sk(sk);
 
-	WARN_ON_ONCE(rs->cm_id || rs->qp || rs->tcp);
+	WARN_ON_ONCE(rs->cm_id || rs->link || rs->tcp);
 	kvfree(rs->replay_buf);
 	rs_policy_put(rs->policy);
 	rs_proc_del(rs);
@@ -137,7 +137,7 @@ static void rs_connect_work(struct work_struct *work)
 
 	lock_sock(sk);
 	/* The bound id of a socket that has done nothing since its device went away. */
-	if (test_bit(RS_F_DEV_GONE, &rs->flags) && sk->sk_state == TCP_CLOSE && !rs->qp &&
+	if (test_bit(RS_F_DEV_GONE, &rs->flags) && sk->sk_state == TCP_CLOSE && !rs->link &&
 	    !rs->parent) {
 		clear_bit(RS_F_DEV_GONE, &rs->flags);
 		rs_cm_id_drop(rs);

@@ -251,12 +251,12 @@ void rs_release(struct rs_sock *rs)
 	if (rs->tcp && (rs->mode == RDMASOCK_MODE_TCP || rs->mode == RDMASOCK_MODE_LISTEN ||
 			sk->sk_state == TCP_LISTEN)) {
 		/* (A fallback at connect() keeps the id bind() made: it goes first.) */
-		if (rs->mode == RDMASOCK_MODE_TCP && !rs->qp)
+		if (rs->mode == RDMASOCK_MODE_TCP && !rs->link)
 			rs_cm_id_drop(rs);
 		rs_tcp_detach(rs);
 	}
 	if (sk->sk_state == TCP_SYN_SENT ||
-	    (sk->sk_state == TCP_CLOSE && rs->mode == RDMASOCK_MODE_NONE && !rs->qp &&
+	    (sk->sk_state == TCP_CLOSE && rs->mode == RDMASOCK_MODE_NONE && !rs->link &&
 	     (rs->cm_id || rs->pd))) {
 		/*
 		 * As tcp_close() of a connecting socket: the attempt goes, no FIN, no orphan.
@@ -284,7 +284,7 @@ void rs_release(struct rs_sock *rs)
 			rs_send_fin(rs);
 		}
 	}
-	rdma = rs->cm_id || rs->qp;
+	rdma = rs->cm_id || rs->link;
 	if (!rdma && rs->tcp)
 		rs_tcp_detach(rs);
 	WRITE_ONCE(sk->sk_shutdown, SHUTDOWN_MASK);

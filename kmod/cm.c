@@ -1004,7 +1004,7 @@ static int rs_cm_device_removal(struct rs_sock *rs, struct rdma_cm_id *id)
 	 * connect_work destroys it under lock_sock if it is still unused then (a listen() or a
 	 * connect() meanwhile destroys it themselves), so the removal does not wait for close().
 	 */
-	if (state == TCP_CLOSE && !rs->qp) {
+	if (state == TCP_CLOSE && !rs->link) {
 		set_bit(RS_F_DEV_GONE, &rs->flags);
 		rs_connect_work_arm(rs, 0);
 		return 0;

@@ -72,7 +72,7 @@ void rs_conn_reset(struct rs_sock *rs)
 {
 	sock_owned_by_me(&rs->sk);
 	/* (A socket only bound keeps its id: connect() goes out from its address and port.) */
-	if (test_bit(RS_F_ABORTED, &rs->flags) || rs->qp || rs->pd || rs->cq ||
+	if (test_bit(RS_F_ABORTED, &rs->flags) || rs->link || rs->pd ||
 	    rs->mode == RDMASOCK_MODE_RDMA)
 		rs_teardown_rdma(rs, false);
 	rs->conn_gen++;
@@ -121,7 +121,7 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 	 */
 	if (cancel_work_sync(&rs->comm_est_work))
 		sock_put(&rs->sk);
-	if (rs->cm_id && rs->qp && !in_handler) {
+	if (rs->cm_id && rs->link && !in_handler) {
 		rs_comm_est_settle(rs);	/* (a handler cannot wait for its own id's next event) */
 		rdma_disconnect(rs->cm_id);
 	}

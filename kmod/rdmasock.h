@@ -56,14 +56,31 @@ struct rs_ring {
 
 /* One per send-queue slot: the completion context of the WR posted there. */
 struct rs_sock;
+struct rs_link;
 
 struct rs_txctx {
 	struct ib_cqe cqe;
 	u32 seq;
-	struct rs_sock *rs;	/* the CQ is shared (wr.c): its completion's socket */
+	struct rs_link *link;	/* the CQ is shared (wr.c): its completion's QP */
 };
 
 struct rs_cq;
+
+/*
+ * One RC QP and what its completions need (wr.c): a completion finds its socket through its
+ * WR context's link, so @rs is the one pointer that says whose the QP's completions are.  A QP
+ * carries one connection at a time.  Made whole by rs_qp_create() before rs->link shows it,
+ * freed by rs_qp_destroy() once the QP is drained and gone and its CQ holds nothing of it.
+ */
+struct rs_link {
+	struct rs_sock *rs;
+	struct ib_qp *qp;
+	struct rs_cq *cq;		/* shared with the device's other QPs (wr.c) */
+	u32 cq_entries;			/* reserved in @cq */
+	struct ib_cqe recv_cqe;
+	struct rcu_head rcu;
+	struct rs_txctx txc[];		/* rs->sq_depth entries */
+};
 
 enum rs_flag {
 	RS_F_PEER_READY,	/* peer's READY seen: its ring may be written */
@@ -156,9 +173,8 @@ struct rs_sock {
 	/* RDMA resources (conn.c, wr.c, ring.c).  Changed in process context under lock_sock. */
 	struct rdma_cm_id *cm_id;
 	struct ib_pd *pd;
-	struct rs_cq *cq;		/* shared with the device's other QPs (wr.c) */
-	spinlock_t cq_lock;		/* guards rs->cq for busy readers and the CM's poll */
-	struct ib_qp *qp;
+	struct rs_link *link;		/* the QP, its CQ and WR contexts (wr.c) */
+	spinlock_t cq_lock;		/* guards rs->link for busy readers and the CM's poll */
 	struct rs_ring rx;		/* the peer writes here */
 	struct rs_ring tx;		/* staging: min(the peer's ring, our SO_SNDBUF), grow.c */
 	/* Growing rings (grow.c). */
@@ -184,8 +200,6 @@ struct rs_sock {
 	u32 sq_depth;
 	u32 rq_depth;
 	u32 max_inline;
-	struct rs_txctx *txc;		/* sq_depth entries */
-	struct ib_cqe recv_cqe;
 
 	struct_group(conn_peer,		/* zeroed together by rs_conn_reset() */
 		u64 peer_ring_addr;
@@ -193,7 +207,7 @@ struct rs_sock {
 		u32 peer_ring_size;	/* the ring we write into, the peer's choice */
 		u32 remote_qpn;
 	);
-	u32 local_qpn;			/* rs->qp's number, for /proc and tracepoints */
+	u32 local_qpn;			/* rs->link's QP's number, for /proc and tracepoints */
 	u32 path_mtu;			/* bytes one packet carries on the path (rs_note_addrs) */
 	bool pd_pinned;			/* an MR could not be deregistered: never free the PD */
 	bool tcp_final;			/* mode was TCP or LISTEN: rs->tcp stays until release() */

@@ -199,7 +199,7 @@ static int rs_rx_ctrl(struct rs_sock *rs, u32 code)
 
 void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct rs_sock *rs = container_of(wc->wr_cqe, struct rs_sock, recv_cqe);
+	struct rs_sock *rs = container_of(wc->wr_cqe, struct rs_link, recv_cqe)->rs;
 	u32 imm, arg;
 	int err;
 

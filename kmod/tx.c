@@ -47,7 +47,7 @@ static int rs_wc_errno(enum ib_wc_status status)
 void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rs_txctx *ctx = container_of(wc->wr_cqe, struct rs_txctx, cqe);
-	struct rs_sock *rs = ctx->rs;
+	struct rs_sock *rs = ctx->link->rs;
 	bool uncork, fenced, grow;
 	int fence_err = 0;
 

@@ -252,28 +252,6 @@ static void rs_cq_flush(struct rs_cq *cq)
 }
 
 /*
- * After the QP is drained and destroyed, before its WR contexts are freed.  Teardown set
- * RS_F_DYING first, so no busy poller enters again; taking rs->cq_lock waits out one that is
- * inside, and later ones find no CQ.  A drain that could not complete (a provider that refused
- * the error state or the marker) may have left the QP's completions in the shared CQ, which
- * outlives the QP: they are handled here, while the socket (dying: nothing its handlers do
- * posts or reports any more) and its WR contexts still exist.
- */
-static void rs_cq_release(struct rs_sock *rs)
-{
-	struct rs_cq *cq;
-
-	spin_lock_bh(&rs->cq_lock);
-	cq = rs->cq;
-	rs->cq = NULL;
-	spin_unlock_bh(&rs->cq_lock);
-	if (!cq)
-		return;
-	rs_cq_flush(cq);
-	rs_cq_put(cq, rs_cq_entries(rs));
-}
-
-/*
  * The CM says the peer disconnected: handle every completion the CQ holds first, waiting for the
  * irq_poll if it is inside, so that a FIN that arrived before the disconnect is seen before we
  * decide between an orderly close and a reset.  CM handler (process context); teardown takes the
@@ -285,7 +263,7 @@ void rs_cq_poll_all(struct rs_sock *rs)
 	struct rs_cq *cq;
 
 	spin_lock_bh(&rs->cq_lock);
-	cq = test_bit(RS_F_DYING, &rs->flags) ? NULL : rs->cq;
+	cq = test_bit(RS_F_DYING, &rs->flags) || !rs->link ? NULL : rs->link->cq;
 	spin_unlock_bh(&rs->cq_lock);
 	if (cq)
 		rs_cq_flush(cq);
@@ -301,7 +279,7 @@ void rs_cq_busy_poll(struct rs_sock *rs)
 
 	if (!spin_trylock_bh(&rs->cq_lock))
 		return;
-	cq = rs->cq;
+	cq = rs->link ? rs->link->cq : NULL;
 	if (cq && !test_bit(RS_F_DYING, &rs->flags) && spin_trylock(&cq->lock)) {
 		rs_cq_process(cq, RS_CQ_BATCH);
 		spin_unlock(&cq->lock);
@@ -327,7 +305,8 @@ static void rs_qp_err_work(struct work_struct *work)
  */
 static void rs_qp_event(struct ib_event *ev, void *ctx)
 {
-	struct rs_sock *rs = ctx;
+	struct rs_link *link = ctx;
+	struct rs_sock *rs = link->rs;
 
 	if (ev->event == IB_EVENT_COMM_EST) {
 		rs_comm_est(rs);
@@ -408,15 +387,16 @@ void rs_comm_est_settle(struct rs_sock *rs)
 			       RS_COMM_EST_SETTLE_WAIT);
 }
 
-static int rs_qp_alloc(struct rs_sock *rs, struct rdma_cm_id *id, u32 inline_size)
+static int rs_qp_alloc(struct rs_sock *rs, struct rs_link *link, struct rdma_cm_id *id,
+		       u32 inline_size)
 {
 	struct ib_qp_init_attr attr = {};
 	int err;
 
 	attr.event_handler = rs_qp_event;
-	attr.qp_context = rs;
-	attr.send_cq = rs->cq->cq;
-	attr.recv_cq = rs->cq->cq;
+	attr.qp_context = link;
+	attr.send_cq = link->cq->cq;
+	attr.recv_cq = link->cq->cq;
 	attr.qp_type = IB_QPT_RC;
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	/* +1 on each queue for ib_drain_qp()'s marker WR. */
@@ -428,62 +408,106 @@ static int rs_qp_alloc(struct rs_sock *rs, struct rdma_cm_id *id, u32 inline_siz
 	err = rdma_create_qp(id, rs->pd, &attr);
 	if (err)
 		return err;
-	rs->qp = id->qp;
-	WRITE_ONCE(rs->local_qpn, id->qp->qp_num);
+	link->qp = id->qp;
 	rs->max_inline = attr.cap.max_inline_data;
 	return 0;
 }
 
 /*
- * The QP of @id with its CQ; @send_done and @recv_done handle the completions of the send and the
- * receive queue.
+ * Publish or take the socket's link: under rs->cq_lock, which busy pollers and the CM's poll
+ * read it under, and rs->lock, which the posting paths do (nested inside, as under a poller).
+ * Returns the previous one.
+ */
+static struct rs_link *rs_link_set(struct rs_sock *rs, struct rs_link *link)
+{
+	struct rs_link *old;
+
+	spin_lock_bh(&rs->cq_lock);
+	spin_lock(&rs->lock);
+	old = rs->link;
+	rs->link = link;
+	spin_unlock(&rs->lock);
+	spin_unlock_bh(&rs->cq_lock);
+	return old;
+}
+
+/*
+ * The QP of @id, on a shared CQ, with its WR contexts; @send_done and @recv_done handle the
+ * completions of the send and the receive queue.  All of it or nothing: rs->link shows it whole.
  */
 int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id,
 		 void (*send_done)(struct ib_cq *cq, struct ib_wc *wc),
 		 void (*recv_done)(struct ib_cq *cq, struct ib_wc *wc))
 {
+	struct rs_link *link;
 	struct rs_cq *cq;
 	unsigned int i;
 	int err;
 
 	BUILD_BUG_ON(RS_SIGNAL_EVERY + RS_SQ_CTRL_RESERVE > RS_SQ_DEPTH);
+	if (WARN_ON_ONCE(rs->link))
+		return -EISCONN;
 	rs->sq_depth = RS_SQ_DEPTH;
 	rs->rq_depth = RS_RQ_DEPTH;
-	rs->txc = kcalloc(rs->sq_depth, sizeof(*rs->txc), GFP_KERNEL);
-	if (!rs->txc)
+	link = kzalloc(struct_size(link, txc, rs->sq_depth), GFP_KERNEL);
+	if (!link)
 		return -ENOMEM;
+	link->rs = rs;
 	for (i = 0; i < rs->sq_depth; i++) {
-		rs->txc[i].cqe.done = send_done;
-		rs->txc[i].rs = rs;
+		link->txc[i].cqe.done = send_done;
+		link->txc[i].link = link;
 	}
-	rs->recv_cqe.done = recv_done;
-	cq = rs_cq_get(id->device, rs_cq_entries(rs));
-	if (IS_ERR(cq))
+	link->recv_cqe.done = recv_done;
+	link->cq_entries = rs_cq_entries(rs);
+	cq = rs_cq_get(id->device, link->cq_entries);
+	if (IS_ERR(cq)) {
+		kfree(link);
 		return PTR_ERR(cq);
-	spin_lock_bh(&rs->cq_lock);
-	rs->cq = cq;
-	spin_unlock_bh(&rs->cq_lock);
+	}
+	link->cq = cq;
 	/* Not every device does inline sends of this size: retry without. */
-	err = rs_qp_alloc(rs, id, RS_MAX_INLINE);
+	err = rs_qp_alloc(rs, link, id, RS_MAX_INLINE);
 	if (err)
-		err = rs_qp_alloc(rs, id, 0);
-	return err;
+		err = rs_qp_alloc(rs, link, id, 0);
+	if (err) {
+		/* (No WR was posted on a QP of this reservation: the CQ holds nothing of it.) */
+		rs_cq_put(cq, link->cq_entries);
+		kfree_rcu(link, rcu);	/* (rdma_create_qp() may have made and destroyed a QP) */
+		return err;
+	}
+	WRITE_ONCE(rs->local_qpn, link->qp->qp_num);
+	rs_link_set(rs, link);
+	return 0;
 }
 
+/*
+ * Teardown set RS_F_DYING first, under rs->lock: nothing posts and no busy poller enters again;
+ * taking rs->link under rs->cq_lock waits out one that is inside (and a second teardown finds
+ * nothing to do).  A drain that could not complete (a provider that refused the error state or
+ * the marker) may have left the QP's completions in the shared CQ, which outlives the QP: they
+ * are handled here, while the socket (dying: nothing its handlers do posts or reports any more)
+ * and the WR contexts still exist.
+ */
 void rs_qp_destroy(struct rs_sock *rs)
 {
-	if (rs->qp) {
-		ib_drain_qp(rs->qp);
-		if (rs->cm_id && rs->cm_id->qp == rs->qp)
-			rdma_destroy_qp(rs->cm_id);
-		else
-			ib_destroy_qp(rs->qp);
-		rs->qp = NULL;
-		WRITE_ONCE(rs->local_qpn, 0);
-	}
-	rs_cq_release(rs);
-	kfree(rs->txc);
-	rs->txc = NULL;
+	struct rs_link *link = rs_link_set(rs, NULL);
+
+	if (!link)
+		return;
+	ib_drain_qp(link->qp);
+	if (rs->cm_id && rs->cm_id->qp == link->qp)
+		rdma_destroy_qp(rs->cm_id);
+	else
+		ib_destroy_qp(link->qp);
+	WRITE_ONCE(rs->local_qpn, 0);
+	rs_cq_flush(link->cq);
+	rs_cq_put(link->cq, link->cq_entries);
+	/*
+	 * After a grace period, as the CQ: rxe's QP events come from its tasks, which its destroy
+	 * waits for, as mlx5's from work its destroy flushes; this costs nothing and covers a
+	 * provider that does not.
+	 */
+	kfree_rcu(link, rcu);
 }
 
 /*
@@ -511,7 +535,7 @@ int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl,
 	int err;
 
 	lockdep_assert_held(&rs->lock);
-	if (test_bit(RS_F_DYING, &rs->flags) || !rs->qp)
+	if (test_bit(RS_F_DYING, &rs->flags) || !rs->link)
 		return -EPIPE;
 	if (test_bit(RS_F_SQ_FENCE, &rs->flags)) {
 		/* Data waits; control messages go, signaled, so their completion ends the fence. */
@@ -521,14 +545,14 @@ int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl,
 	}
 	if (!rs_sq_room(rs, ctrl))
 		return -ENOBUFS;
-	ctx = &rs->txc[rs->sq_slot];
+	ctx = &rs->link->txc[rs->sq_slot];
 	ctx->seq = rs->sq_posted;
 	if (signal || ctx->seq % RS_SIGNAL_EVERY == RS_SIGNAL_EVERY - 1)
 		wr->send_flags |= IB_SEND_SIGNALED;
 	wr->wr_cqe = &ctx->cqe;
 	wr->next = NULL;
 	rs->tx_prod += bytes;
-	err = ib_post_send(rs->qp, wr, &bad);
+	err = ib_post_send(rs->link->qp, wr, &bad);
 	if (err) {
 		rs->tx_prod -= bytes;
 		return err;
@@ -667,12 +691,15 @@ int rs_post_recvs(struct rs_sock *rs, u32 count)
 	sge.addr = rs->resize_dma;
 	sge.length = sizeof(*rs->resize_buf);
 	sge.lkey = rs->pd->local_dma_lkey;
-	wr.wr_cqe = &rs->recv_cqe;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	spin_lock_bh(&rs->lock);
-	while (count-- && !err && !test_bit(RS_F_DYING, &rs->flags))
-		err = ib_post_recv(rs->qp, &wr, &bad);
+	if (!test_bit(RS_F_DYING, &rs->flags) && rs->link)
+		wr.wr_cqe = &rs->link->recv_cqe;
+	else
+		count = 0;
+	while (count-- && !err)
+		err = ib_post_recv(rs->link->qp, &wr, &bad);
 	spin_unlock_bh(&rs->lock);
 	return err;
 }
