@@ -694,12 +694,11 @@ int rs_post_recvs(struct rs_sock *rs, u32 count)
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	spin_lock_bh(&rs->lock);
-	if (!test_bit(RS_F_DYING, &rs->flags) && rs->link)
+	if (!test_bit(RS_F_DYING, &rs->flags) && rs->link) {
 		wr.wr_cqe = &rs->link->recv_cqe;
-	else
-		count = 0;
-	while (count-- && !err)
-		err = ib_post_recv(rs->link->qp, &wr, &bad);
+		while (count-- && !err)
+			err = ib_post_recv(rs->link->qp, &wr, &bad);
+	}
 	spin_unlock_bh(&rs->lock);
 	return err;
 }
