@@ -840,11 +840,18 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 	rs_conn_param(&param, &hello, rs_hello_build(child, &hello));
 	err = rdma_accept(id, &param);
 	memzero_explicit(&hello, sizeof(hello));
-	if (!err)
-		err = rs_post_reg_ring(child, &child->rx, true);
-	if (err)
-		goto fail;
-	set_bit(RS_F_CM_EST, &child->flags);	/* from now on a QP error is the child's */
+	/*
+	 * From rdma_accept() on the QP has been RTR: a message of the client's may have aborted the
+	 * child already (a completion's rs_abort() queued teardown_work, which waits for this
+	 * handler, then destroys the id).  Tearing down here as well would race it and leave it the
+	 * id rdma_cm destroys when we return an error.  So a failure from here on is an abort too,
+	 * the child is not linked below, and teardown_work alone frees it and its id.  (A failed
+	 * rdma_accept() moved the QP to the error state and rejected the REQ itself.)
+	 */
+	if (err || rs_post_reg_ring(child, &child->rx, true))
+		rs_abort(child, -ECONNRESET);
+	else
+		set_bit(RS_F_CM_EST, &child->flags);	/* from now on a QP error is the child's */
 	spin_lock_bh(&listener->lock);
 	linked = !test_bit(RS_F_ABORTED, &child->flags);
 	if (linked) {
@@ -859,7 +866,7 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 		rs_connect_work_arm(child, RS_SYN_RECV_TIMEOUT);
 	}
 	spin_unlock_bh(&listener->lock);
-	if (!linked) {	/* failed already (a completion aborted it): teardown destroys the id */
+	if (!linked) {	/* aborted (above, or by a completion): teardown_work destroys the id */
 		sock_put(&child->sk);
 		return 0;
 	}
