@@ -750,14 +750,26 @@ static struct rs_sock *rs_child_alloc(struct rs_sock *listener, struct rdma_cm_i
 }
 
 /*
- * Free a child that never reached the accept queue, from inside its id's handler: rdma_cm destroys
- * the id itself when the handler returns non-zero.
+ * Free a child that failed (@err) before rdma_accept(), from inside its id's handler: rdma_cm
+ * destroys the id itself when the handler returns non-zero.  Unless something aborted the child
+ * first: once rs_conn_create() put it on the device's list, a device removal or a fatal QP event
+ * may have, and its teardown_work (waiting for this handler's lock) then frees the child and the
+ * id, so the handler keeps the id (returns 0) and tears nothing down.  Taking RS_F_ABORTED here
+ * makes any later rs_abort() a no-op: one teardown, always.
  */
-static void rs_child_free_early(struct rs_sock *child)
+static int rs_child_fail(struct rs_sock *child, int err)
 {
-	rs_teardown_rdma(child, true);
-	child->cm_id = NULL;
+	bool aborted;
+
+	spin_lock_bh(&child->lock);
+	aborted = test_and_set_bit(RS_F_ABORTED, &child->flags);
+	spin_unlock_bh(&child->lock);
+	if (!aborted) {
+		rs_teardown_rdma(child, true);
+		child->cm_id = NULL;
+	}
 	sock_put(&child->sk);
+	return aborted ? 0 : err;
 }
 
 static int rs_reject_hello(struct rs_sock *child, struct rdma_cm_id *id)
@@ -841,12 +853,9 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 	err = rdma_accept(id, &param);
 	memzero_explicit(&hello, sizeof(hello));
 	/*
-	 * From rdma_accept() on the QP has been RTR: a message of the client's may have aborted the
-	 * child already (a completion's rs_abort() queued teardown_work, which waits for this
-	 * handler, then destroys the id).  Tearing down here as well would race it and leave it the
-	 * id rdma_cm destroys when we return an error.  So a failure from here on is an abort too,
-	 * the child is not linked below, and teardown_work alone frees it and its id.  (A failed
-	 * rdma_accept() moved the QP to the error state and rejected the REQ itself.)
+	 * From rdma_accept() on the QP may be RTR and the REP out: a failure from here on is the
+	 * connection's abort (the child is not linked below, and teardown_work alone frees it and
+	 * its id: it disconnects, or rejects the REQ, as for a child a completion aborted).
 	 */
 	if (err || rs_post_reg_ring(child, &child->rx, true))
 		rs_abort(child, -ECONNRESET);
@@ -876,8 +885,7 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 		rs_comm_est(child);
 	return 0;
 fail:
-	rs_child_free_early(child);
-	return err;
+	return rs_child_fail(child, err);
 }
 
 /* The child's CM ESTABLISHED: move it to the listener's ready queue. */
