@@ -51,7 +51,7 @@ int rs_conn_create(struct rs_sock *rs, struct rdma_cm_id *id)
 		return err;
 	set_bit(RS_F_RDMA_UP, &rs->flags);
 	rdma_set_min_rnr_timer(id, IB_RNR_TIMER_000_32);
-	return rs_post_recvs(rs, rs->rq_depth);
+	return rs_post_recvs(rs, RS_RQ_DEPTH);
 }
 
 /* The staging ring: the peer's ring, or less if our SO_SNDBUF asks for less (grow.c). */

@@ -77,9 +77,10 @@ struct rs_link {
 	struct ib_qp *qp;
 	struct rs_cq *cq;		/* shared with the device's other QPs (wr.c) */
 	u32 cq_entries;			/* reserved in @cq */
+	u32 max_inline;			/* the QP's inline size, as its provider made it */
 	struct ib_cqe recv_cqe;
 	struct rcu_head rcu;
-	struct rs_txctx txc[];		/* rs->sq_depth entries */
+	struct rs_txctx txc[];		/* RS_SQ_DEPTH entries */
 };
 
 enum rs_flag {
@@ -197,9 +198,6 @@ struct rs_sock {
 	struct ib_sge fence_sge;
 	void (*fence_posted)(struct rs_sock *rs);
 	struct work_struct grow_work;	/* allocates and offers rx_next */
-	u32 sq_depth;
-	u32 rq_depth;
-	u32 max_inline;
 
 	struct_group(conn_peer,		/* zeroed together by rs_conn_reset() */
 		u64 peer_ring_addr;
@@ -248,7 +246,7 @@ struct rs_sock {
 		u64 tx_acked;		/* bytes the peer says it consumed */
 		u32 sq_posted;		/* WRs posted */
 		u32 sq_done;		/* WRs known complete */
-		u32 sq_slot;		/* next txc entry: posts mod sq_depth, counted apart */
+		u32 sq_slot;		/* next txc entry: posts mod RS_SQ_DEPTH, counted apart */
 		u32 tx_marker;		/* seq of the signaled WRITE autocork waits for */
 	);
 	unsigned long flags;		/* enum rs_flag */

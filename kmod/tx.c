@@ -141,7 +141,8 @@ static int rs_post_write(struct rs_sock *rs, u32 off, u32 roff, u32 len)
 	wr.wr.num_sge = 1;
 	wr.remote_addr = rs->peer_ring_addr + roff;
 	wr.rkey = rs->peer_rkey;
-	if (len <= rs->max_inline) {
+	/* (rs->link is stable under rs->lock; without one, __rs_post() fails the post) */
+	if (rs->link && len <= rs->link->max_inline) {
 		/* Inline data is copied by the CPU at post time, from a kernel virtual address. */
 		wr.wr.send_flags |= IB_SEND_INLINE;
 		sge.addr = (uintptr_t)rs->tx.buf + off;

@@ -37,22 +37,6 @@
 #include "stats.h"
 #include "wr.h"
 
-/*
- * Queue depths just under a power of two: providers round queues up to one (rxe: slots for the
- * WRs asked, our drain marker and one it keeps empty; the CQ likewise for both queues' WRs and the
- * markers), so 32 send WRs would cost a queue of 64 slots; 28 cost 32.  Each slot costs memory for
- * the connection's life (rxe: 512 bytes of send queue with our inline size), and few are needed:
- * a WR carries all the staged bytes the peer's ring has room for, so while the send queue is full
- * the staging ring coalesces what is written.  28 rather than 124: kernel memory per idle
- * connection end 160 -> 94 KiB on rxe with the receive queue below, set-up rate and streams no
- * worse (docs/performance.md).
- * Never below RS_SIGNAL_EVERY + RS_SQ_CTRL_RESERVE: a full queue must hold a signaled WR.  The
- * receive queue is deeper (its slots are 64 bytes on rxe; the CQ entries are shared): the
- * peer's retired WRs are not yet reposted receives here, and a peer of an older version sends
- * up to 124.
- */
-#define RS_SQ_DEPTH		28
-#define RS_RQ_DEPTH		60
 #define RS_SIGNAL_EVERY		16
 #define RS_MAX_INLINE		256
 
@@ -231,7 +215,7 @@ static void rs_cq_put(struct rs_cq *cq, u32 entries)
 /* A QP's reservation: every WR of both queues and the drain markers (a full CQ stalls drain). */
 static u32 rs_cq_entries(struct rs_sock *rs)
 {
-	return rs->sq_depth + rs->rq_depth + 4;
+	return RS_SQ_DEPTH + RS_RQ_DEPTH + 4;
 }
 
 /*
@@ -400,8 +384,8 @@ static int rs_qp_alloc(struct rs_sock *rs, struct rs_link *link, struct rdma_cm_
 	attr.qp_type = IB_QPT_RC;
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	/* +1 on each queue for ib_drain_qp()'s marker WR. */
-	attr.cap.max_send_wr = rs->sq_depth + 1;
-	attr.cap.max_recv_wr = rs->rq_depth + 1;
+	attr.cap.max_send_wr = RS_SQ_DEPTH + 1;
+	attr.cap.max_recv_wr = RS_RQ_DEPTH + 1;
 	attr.cap.max_send_sge = 1;
 	attr.cap.max_recv_sge = 1;
 	attr.cap.max_inline_data = inline_size;
@@ -409,7 +393,7 @@ static int rs_qp_alloc(struct rs_sock *rs, struct rs_link *link, struct rdma_cm_
 	if (err)
 		return err;
 	link->qp = id->qp;
-	rs->max_inline = attr.cap.max_inline_data;
+	link->max_inline = attr.cap.max_inline_data;
 	return 0;
 }
 
@@ -447,13 +431,11 @@ int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id,
 	BUILD_BUG_ON(RS_SIGNAL_EVERY + RS_SQ_CTRL_RESERVE > RS_SQ_DEPTH);
 	if (WARN_ON_ONCE(rs->link))
 		return -EISCONN;
-	rs->sq_depth = RS_SQ_DEPTH;
-	rs->rq_depth = RS_RQ_DEPTH;
-	link = kzalloc(struct_size(link, txc, rs->sq_depth), GFP_KERNEL);
+	link = kzalloc(struct_size(link, txc, RS_SQ_DEPTH), GFP_KERNEL);
 	if (!link)
 		return -ENOMEM;
 	link->rs = rs;
-	for (i = 0; i < rs->sq_depth; i++) {
+	for (i = 0; i < RS_SQ_DEPTH; i++) {
 		link->txc[i].cqe.done = send_done;
 		link->txc[i].link = link;
 	}
@@ -558,7 +540,7 @@ int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl,
 		return err;
 	}
 	rs->sq_posted++;
-	if (++rs->sq_slot == rs->sq_depth)
+	if (++rs->sq_slot == RS_SQ_DEPTH)
 		rs->sq_slot = 0;
 	rs->bytes_sent += bytes;
 	rs_count(sock_net(&rs->sk), RS_CNT_WR_POSTED);

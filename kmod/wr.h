@@ -5,6 +5,22 @@
 
 #include "rdmasock.h"
 
+/*
+ * Queue depths just under a power of two: providers round queues up to one (rxe: slots for the
+ * WRs asked, our drain marker and one it keeps empty; the CQ likewise for both queues' WRs and the
+ * markers), so 32 send WRs would cost a queue of 64 slots; 28 cost 32.  Each slot costs memory for
+ * the connection's life (rxe: 512 bytes of send queue with our inline size), and few are needed:
+ * a WR carries all the staged bytes the peer's ring has room for, so while the send queue is full
+ * the staging ring coalesces what is written.  28 rather than 124: kernel memory per idle
+ * connection end 160 -> 94 KiB on rxe with the receive queue below, set-up rate and streams no
+ * worse (docs/performance.md).
+ * Never below RS_SIGNAL_EVERY + RS_SQ_CTRL_RESERVE: a full queue must hold a signaled WR.  The
+ * receive queue is deeper (its slots are 64 bytes on rxe; the CQ entries are shared): the
+ * peer's retired WRs are not yet reposted receives here, and a peer of an older version sends
+ * up to 124.
+ */
+#define RS_SQ_DEPTH		28
+#define RS_RQ_DEPTH		60
 #define RS_SQ_CTRL_RESERVE	4	/* SQ slots data may never take: CONSUMED, FIN, RESET */
 /* A notified child's wait for the CM's ESTABLISHED before its disconnect (wr.c) */
 #define RS_COMM_EST_SETTLE_WAIT	(2 * HZ)
@@ -33,7 +49,7 @@ void rs_ctrl_defer(struct rs_sock *rs, enum rs_flag due, int err);
 static inline bool rs_sq_room(struct rs_sock *rs, bool ctrl)
 {
 	lockdep_assert_held(&rs->lock);
-	return rs->sq_posted - rs->sq_done < rs->sq_depth - (ctrl ? 0 : RS_SQ_CTRL_RESERVE);
+	return rs->sq_posted - rs->sq_done < RS_SQ_DEPTH - (ctrl ? 0 : RS_SQ_CTRL_RESERVE);
 }
 
 /*
