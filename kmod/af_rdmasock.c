@@ -144,7 +144,7 @@ static void rs_connect_work(struct work_struct *work)
 		goto out;
 	}
 	if (rs->parent) {
-		/* A child whose client never sent the RTU (rs_cm_request armed this). */
+		/* A child whose client never sent its RTU or READY (rs_cm_request armed this). */
 		if (sk->sk_state == TCP_SYN_RECV)
 			rs_abort(rs, -ETIMEDOUT);
 		goto out;

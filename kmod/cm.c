@@ -36,7 +36,7 @@
 #define RS_RETRY_COUNT		6	/* 7 would mean "retry forever" on rxe */
 /* Receive WRs are reposted at once, so an RNR NAK is transient: retry it for ever. */
 #define RS_RNR_RETRY_INFINITE	7
-#define RS_SYN_RECV_TIMEOUT	(10 * HZ)	/* a child waits this long for the client's RTU */
+#define RS_SYN_RECV_TIMEOUT	(10 * HZ)	/* a child waits this long for RTU and READY */
 
 static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id,
@@ -194,7 +194,7 @@ static void rs_cm_route_resolved(struct rs_sock *rs, struct rdma_cm_id *id)
 		return;
 	}
 	rs_conn_param(&param, &hello, rs_hello_build(rs, &hello));
-	err = rdma_connect_locked(id, &param);
+	err = rs_should_fail("rdma_connect") ? -EINVAL : rdma_connect_locked(id, &param);
 	if (err)
 		rs_connect_done(rs, err, RDMASOCK_REASON_RESOURCE);
 }
@@ -215,14 +215,21 @@ static void rs_cm_client_established(struct rs_sock *rs, struct rdma_cm_event *e
 		err = rs_post_reg_ring(rs, &rs->rx, true);
 	if (!err)
 		err = rs_post_reg_ring(rs, &rs->tx, false);
+	/*
+	 * Our READY waits for the server's, which waits for our RTU: were that lost, nothing would
+	 * move before the REP's retransmit (ib_cm: 4 s, past our connect timeout).  A KEEPALIVE
+	 * now tells the server's QP we are there (rs_comm_est()), as the RTU would, and says
+	 * nothing of the connect's outcome.
+	 */
 	if (!err)
-		err = rs_post_ready(rs);
+		err = rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_KEEPALIVE, false);
 	if (err) {
 		rs_connect_done(rs, err, RDMASOCK_REASON_RESOURCE);
 		return;
 	}
+	/* Our READY follows the server's: the connect is done then (rs_client_ready()). */
 	set_bit(RS_F_CM_EST, &rs->flags);
-	rs_check_connected(rs);
+	rs_client_ready(rs);
 }
 
 /* An id of the socket's, in rdma_cm's TCP port space; its handler finds the socket by it. */
@@ -844,13 +851,14 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 	/*
 	 * Only our own receive ring now (RS_RING_START, our choice): the staging ring, whose size
 	 * the client's hello chose, waits for the RTU (rs_cm_child_established), so a half-open
-	 * connection pins 16 KiB and a QP, for RS_SYN_RECV_TIMEOUT at most.
+	 * connection pins 16 KiB and a QP, for RS_SYN_RECV_TIMEOUT at most (one whose client sent
+	 * the RTU but not its READY: that ring too, as long at most, within the budget above).
 	 */
 	err = rs_conn_create(child, id);
 	if (err)
 		goto fail;
 	rs_conn_param(&param, &hello, rs_hello_build(child, &hello));
-	err = rdma_accept(id, &param);
+	err = rs_should_fail("rdma_accept") ? -EINVAL : rdma_accept(id, &param);
 	memzero_explicit(&hello, sizeof(hello));
 	/*
 	 * From rdma_accept() on the QP may be RTR and the REP out: a failure from here on is the
@@ -869,7 +877,8 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 		set_bit(RS_F_PENDING, &child->flags);
 		listener->queued++;
 		/*
-		 * As a SYN-RECV socket times out: the client's RTU must come within this.  Armed
+		 * As a SYN-RECV socket times out: the RTU and the client's READY must come
+		 * within this (rs_child_established() cancels it).  Armed
 		 * under the lock rs_abort()'s unqueue takes, so its cancel comes after.
 		 */
 		rs_connect_work_arm(child, RS_SYN_RECV_TIMEOUT);
@@ -879,21 +888,21 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 		sock_put(&child->sk);
 		return 0;
 	}
-	/* The client's READY may have come before SYN_RECV was set: it establishes us still. */
-	smp_mb__after_atomic();
-	if (test_bit(RS_F_PEER_READY, &child->flags))
+	/* The client's first message may have come before SYN_RECV was set: it tells the CM. */
+	smp_mb();	/* the state before the mark: rs_comm_est() */
+	if (test_bit(RS_F_HEARD, &child->flags))
 		rs_comm_est(child);
 	return 0;
 fail:
 	return rs_child_fail(child, err);
 }
 
-/* The child's CM ESTABLISHED: move it to the listener's ready queue. */
+/*
+ * The child's CM ESTABLISHED (the client's RTU): its staging ring and READY.  The client's READY
+ * then puts it on the listener's ready queue (core.c, rs_child_established()).
+ */
 static void rs_cm_child_established(struct rs_sock *child)
 {
-	struct rs_sock *listener = child->parent;
-	bool queued = false;
-
 	if (test_bit(RS_F_ABORTED, &child->flags))
 		return;		/* its teardown is queued: no ring, no READY */
 	child->mode = RDMASOCK_MODE_RDMA;
@@ -903,22 +912,8 @@ static void rs_cm_child_established(struct rs_sock *child)
 		rs_abort(child, -ECONNRESET);
 		return;
 	}
-	spin_lock_bh(&listener->lock);
-	if (test_and_clear_bit(RS_F_PENDING, &child->flags)) {
-		list_move_tail(&child->accept_node, &listener->ready_q);
-		if (child->sk.sk_state == TCP_SYN_RECV)
-			child->sk.sk_state = TCP_ESTABLISHED;
-		queued = true;
-	}
-	spin_unlock_bh(&listener->lock);
-	if (cancel_delayed_work(&child->connect_work))
-		sock_put(&child->sk);	/* the RTU came: its timer's reference */
-	if (queued) {
-		rs_count(sock_net(&child->sk), RS_CNT_CONN_RDMA);
-		trace_rdmasock_accept(child);
+	if (rs_child_rtu(child))
 		rs_keepalive_update(child);
-		rs_wake(&listener->sk, EPOLLIN | EPOLLRDNORM);
-	}
 }
 
 /* A CM event other than ESTABLISHED for a child still waiting for the RTU: it failed. */

@@ -64,18 +64,27 @@ void rs_connect_work_arm(struct rs_sock *rs, unsigned long delay)
 		sock_put(&rs->sk);	/* it was pending already, with its reference */
 }
 
-/* Record a connect's outcome (the first one wins) and return the one recorded. */
-static int rs_connect_record(struct rs_sock *rs, int result, int reason)
+/*
+ * Record a connect's outcome (the first one wins) and return the one recorded.  rs->lock held:
+ * the client's READY goes out under it with the success (rs_client_ready(), wr.c).
+ */
+int __rs_connect_record(struct rs_sock *rs, int result, int reason)
 {
-	int recorded;
-
-	spin_lock_bh(&rs->lock);
+	lockdep_assert_held(&rs->lock);
 	if (!test_and_set_bit(RS_F_CM_DONE, &rs->flags)) {
 		rs->cm_result = result;
 		if (result)
 			rs->reason = reason;
 	}
-	recorded = rs->cm_result;
+	return rs->cm_result;
+}
+
+static int rs_connect_record(struct rs_sock *rs, int result, int reason)
+{
+	int recorded;
+
+	spin_lock_bh(&rs->lock);
+	recorded = __rs_connect_record(rs, result, reason);
 	spin_unlock_bh(&rs->lock);
 	return recorded;
 }
@@ -86,20 +95,76 @@ void rs_connect_done(struct rs_sock *rs, int result, int reason)
 	rs_connect_work_arm(rs, 0);
 }
 
-/* Both our ESTABLISHED and the peer's READY are needed before data may flow. */
-void rs_check_connected(struct rs_sock *rs)
+/*
+ * A child is established, as a TCP request socket whose handshake completed, once it has both
+ * posted its READY at the CM's ESTABLISHED (RS_F_RTU) and seen the client's READY, TCP's ACK,
+ * which a client sends only once its connect() succeeded (rs_client_ready()).  Only then does
+ * it move to the listener's ready queue: a client that fails before (and carries on over TCP,
+ * a new connection to the same listener) leaves a child that is reset on pending_q, never one
+ * that accept() returns dead.  Either may come second; one of the two callers sees both.  True
+ * for the caller that moved it.
+ */
+static bool rs_child_established(struct rs_sock *child)
 {
-	smp_mb__after_atomic();	/* pairs with the other side's set_bit: one of us sees both */
-	if (test_bit(RS_F_CM_EST, &rs->flags) && test_bit(RS_F_PEER_READY, &rs->flags))
-		rs_connect_done(rs, 0, RDMASOCK_REASON_NONE);
+	struct rs_sock *listener = child->parent;
+	bool queued = false;
+
+	smp_mb__after_atomic();	/* pairs with the other caller's set_bit */
+	if (!test_bit(RS_F_RTU, &child->flags) || !test_bit(RS_F_PEER_READY, &child->flags))
+		return false;
+	/*
+	 * The state first, under the lock rs_abort() sets its own under: never ESTABLISHED after
+	 * an abort's CLOSE.  It is also what makes one of two callers that both saw both bits the
+	 * one that goes on.
+	 */
+	spin_lock_bh(&child->lock);
+	queued = !test_bit(RS_F_ABORTED, &child->flags) && child->sk.sk_state == TCP_SYN_RECV;
+	/* The client's FIN may have come already (rx.c leaves SYN_RECV alone): as TCP's. */
+	if (queued)
+		WRITE_ONCE(child->sk.sk_state, child->sk.sk_shutdown & RCV_SHUTDOWN ?
+			   TCP_CLOSE_WAIT : TCP_ESTABLISHED);
+	spin_unlock_bh(&child->lock);
+	if (!queued)
+		return false;
+	/*
+	 * Then the queue, under the listener's lock (never nested with the child's).  Aborted
+	 * meanwhile: its rs_child_unqueue() (after RS_F_ABORTED) unlinks it from pending_q; taken
+	 * off by the listener's close: that close resets it.
+	 */
+	spin_lock_bh(&listener->lock);
+	queued = !test_bit(RS_F_ABORTED, &child->flags) &&
+		 test_and_clear_bit(RS_F_PENDING, &child->flags);
+	if (queued)
+		list_move_tail(&child->accept_node, &listener->ready_q);
+	spin_unlock_bh(&listener->lock);
+	if (!queued)
+		return false;
+	if (cancel_delayed_work(&child->connect_work))
+		sock_put(&child->sk);	/* the SYN_RECV timer's reference */
+	rs_count(sock_net(&child->sk), RS_CNT_CONN_RDMA);
+	trace_rdmasock_accept(child);
+	rs_wake(&listener->sk, EPOLLIN | EPOLLRDNORM);
+	return true;
 }
 
-void rs_peer_ready(struct rs_sock *rs)
+/*
+ * The child's CM ESTABLISHED, its READY posted.  True if it is established now (the client's
+ * READY came first): the caller starts its keepalive.
+ */
+bool rs_child_rtu(struct rs_sock *child)
+{
+	set_bit(RS_F_RTU, &child->flags);
+	return rs_child_established(child);
+}
+
+/*
+ * The peer's READY.  A client's connect then completes, with its own READY (rs_client_ready(),
+ * its caller's); true if a child is established now: the caller starts its keepalive.
+ */
+bool rs_peer_ready(struct rs_sock *rs)
 {
 	set_bit(RS_F_PEER_READY, &rs->flags);
-	if (rs->parent)
-		return;
-	rs_check_connected(rs);
+	return rs->parent && rs_child_established(rs);
 }
 
 /*
@@ -127,9 +192,9 @@ bool rs_child_unqueue(struct rs_sock *child)
 }
 
 /*
- * A connect() still being set up (our ESTABLISHED, not yet the peer's READY) fails: that is its
+ * A connect() still being set up (before our READY: rs_client_ready()) fails: that is its
  * outcome, so connect_work falls back to TCP (or reports it), not a reset.  True if it was one.
- * Once the success is recorded (the peer's READY came), connect_work has yet to make the socket
+ * Once the success is recorded (with our READY), connect_work has yet to make the socket
  * established, and the error (the peer's RESET, its QP's failure, the device going) is the
  * connection's: a reset, as TCP's after its SYN-ACK, never lost.
  */

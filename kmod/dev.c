@@ -46,6 +46,8 @@ static bool rs_dev_is_removing(struct ib_device *ibdev)
 /* -ENODEV when @ibdev is going away: the connection then fails (the client falls back). */
 int rs_dev_attach(struct rs_sock *rs, struct ib_device *ibdev)
 {
+	if (rs_should_fail("dev_attach"))
+		return -ENODEV;
 	spin_lock_bh(&rs_dev_lock);
 	if (rs_dev_is_removing(ibdev)) {
 		spin_unlock_bh(&rs_dev_lock);

@@ -39,6 +39,7 @@
 #include "core.h"
 #include "grow.h"
 #include "ring.h"
+#include "stats.h"
 #include "wr.h"
 
 static bool rs_grow = true;
@@ -79,6 +80,9 @@ u32 rs_ring_start(struct rs_sock *rs, struct ib_device *dev)
 int rs_resize_buf_alloc(struct rs_sock *rs)
 {
 	struct ib_device *dev = rs->pd->device;
+
+	if (rs_should_fail("resize_buf"))
+		return -ENOMEM;
 
 	rs->resize_buf = kzalloc(sizeof(*rs->resize_buf), GFP_KERNEL);
 	if (!rs->resize_buf)

@@ -78,6 +78,7 @@ struct rs_link {
 	struct rs_cq *cq;		/* shared with the device's other QPs (wr.c) */
 	u32 cq_entries;			/* reserved in @cq */
 	u32 max_inline;			/* the QP's inline size, as its provider made it */
+	u32 recv_owed;			/* receives a failed post still owes (rs->lock) */
 	struct ib_cqe recv_cqe;
 	struct rcu_head rcu;
 	struct rs_txctx txc[];		/* RS_SQ_DEPTH entries */
@@ -91,7 +92,7 @@ enum rs_flag {
 	RS_F_DYING,		/* teardown started: completions and CM events are ignored */
 	RS_F_CM_DONE,		/* connect outcome (cm_result) is set */
 	RS_F_DISCONNECTED,	/* CM said the connection is gone */
-	RS_F_CM_EST,		/* CM ESTABLISHED handled (rings registered, READY posted) */
+	RS_F_CM_EST,		/* CM ESTABLISHED handled (rings registered; a child: accepted) */
 	RS_F_ABORTED,		/* rs_abort() ran: the error is final */
 	RS_F_FIN_PENDING,	/* FIN goes out once every staged byte is posted */
 	RS_F_TX_BLOCKED,	/* a writer waits for the peer to free ring space */
@@ -126,6 +127,8 @@ enum rs_flag {
 	RS_F_CLOSING,		/* release() began (under rs->lock): no resume starts or attaches */
 	RS_F_NOTIFIED,		/* child: rdma_notify() moved the CM to ESTABLISHED (wr.c) */
 	RS_F_CM_SETTLED,	/* child: the CM's ESTABLISHED came: its REP is cancelled */
+	RS_F_HEARD,		/* child: a message of the client's came (rs_comm_est()) */
+	RS_F_RTU,		/* child: ESTABLISHED handled, READY posted (core.c) */
 	RS_F_NR			/* (rs->flags is one unsigned long) */
 };
 

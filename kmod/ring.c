@@ -20,6 +20,7 @@
 #include <net/tcp.h>
 #include "rdmasock.h"
 #include "ring.h"
+#include "stats.h"
 
 static atomic_long_t rs_pinned_pages = ATOMIC_LONG_INIT(0);
 
@@ -89,10 +90,13 @@ void rs_ring_release(struct rs_sock *rs, struct rs_ring *ring)
 		rs->pd_pinned = true;
 }
 
+/* A failure leaves what it got for rs_ring_free(). */
 static int rs_ring_pages(struct rs_ring *ring)
 {
 	unsigned int i;
 
+	if (rs_should_fail("ring_pages"))
+		return -ENOMEM;
 	ring->pages = kvcalloc(ring->npages, sizeof(*ring->pages), GFP_KERNEL_ACCOUNT);
 	ring->sgl = kvcalloc(ring->npages, sizeof(*ring->sgl), GFP_KERNEL_ACCOUNT);
 	if (!ring->pages || !ring->sgl)

@@ -168,7 +168,9 @@ static int rs_rx_ctrl(struct rs_sock *rs, u32 code)
 	case RS_CTRL_READY:
 		if (test_bit(RS_F_PEER_READY, &rs->flags))
 			return -EPROTO;
-		rs_peer_ready(rs);
+		if (rs_peer_ready(rs))
+			rs_keepalive_update(rs);	/* a child, established now */
+		rs_client_ready(rs);
 		sk->sk_write_space(sk);
 		return 0;
 	case RS_CTRL_FIN:
@@ -226,6 +228,12 @@ void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	rs_peer_alive(rs);
 	rs_count(sock_net(&rs->sk), RS_CNT_COMPLETIONS);
+	/*
+	 * The receive this message took goes back.  A post that fails (a QP on its way down, whose
+	 * flushes follow; one fault_test fails) is owed and goes with the next completion's
+	 * (rs_post_recvs()): meanwhile the peer's sends may meet RNR NAKs and are retried, never
+	 * lost, and this message is handled all the same (a FIN drained at a disconnect stays one).
+	 */
 	rs_post_recvs(rs, 1);
 	imm = be32_to_cpu(wc->ex.imm_data);
 	if (!(wc->wc_flags & IB_WC_WITH_IMM)) {

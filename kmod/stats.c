@@ -6,6 +6,10 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/percpu.h>
+#include <linux/debugfs.h>
+#include <linux/fault-inject.h>
+#include <linux/moduleparam.h>
+#include <linux/string.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include "rdmasock.h"
@@ -130,6 +134,44 @@ static struct pernet_operations rs_stats_net_ops = {
 	.size = sizeof(struct rs_net),
 };
 
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+static DECLARE_FAULT_ATTR(rs_fail_attr);
+static struct dentry *rs_fail_dir;
+static char rs_fail_point[32];
+module_param_string(fail_point, rs_fail_point, sizeof(rs_fail_point), 0600);
+MODULE_PARM_DESC(fail_point, "debug kernels: the step that fails as debugfs fail_rdmasock/ says");
+
+bool rs_should_fail(const char *point)
+{
+	size_t n;
+
+	if (likely(!READ_ONCE(rs_fail_point[0])))
+		return false;
+	n = strcspn(rs_fail_point, "\n");	/* as `echo point >` writes it */
+	return !strncmp(point, rs_fail_point, n) && !point[n] && should_fail(&rs_fail_attr, 1);
+}
+
+static void rs_fail_init(void)
+{
+	rs_fail_dir = fault_create_debugfs_attr("fail_rdmasock", NULL, &rs_fail_attr);
+	if (IS_ERR(rs_fail_dir))
+		rs_fail_dir = NULL;	/* no fault points: the module works without */
+}
+
+static void rs_fail_exit(void)
+{
+	debugfs_remove_recursive(rs_fail_dir);
+}
+#else
+static void rs_fail_init(void)
+{
+}
+
+static void rs_fail_exit(void)
+{
+}
+#endif
+
 int rs_stats_init(void)
 {
 	int err;
@@ -140,6 +182,8 @@ int rs_stats_init(void)
 	err = register_pernet_subsys(&rs_stats_net_ops);
 	if (err)
 		free_percpu(rs_global);
+	else
+		rs_fail_init();
 	return err;
 }
 
@@ -147,4 +191,5 @@ void rs_stats_exit(void)
 {
 	unregister_pernet_subsys(&rs_stats_net_ops);
 	free_percpu(rs_global);
+	rs_fail_exit();
 }

@@ -51,6 +51,20 @@ void rs_count_wc_error(struct net *net, enum ib_wc_status status);
 u64 rs_count_read(struct net *net, unsigned int c);
 void rs_count_reset(struct net *net);
 int rs_stats_init(void);
+
+/*
+ * Fault points (selftests/fault_test.c): the step named by the fail_point parameter fails as
+ * debugfs's fail_rdmasock/ says (Documentation/fault-injection/: probability, space, times).
+ * Only with CONFIG_FAULT_INJECTION_DEBUG_FS (the debug kernel); elsewhere never.
+ */
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+bool rs_should_fail(const char *point);
+#else
+static inline bool rs_should_fail(const char *point)
+{
+	return false;
+}
+#endif
 void rs_stats_exit(void);
 
 #endif /* RDMASOCK_STATS_H */

@@ -314,8 +314,13 @@ static void rs_qp_event(struct ib_event *ev, void *ctx)
  */
 void rs_comm_est(struct rs_sock *rs)
 {
-	smp_mb();	/* the message's mark (RS_F_PEER_READY) before the state: rs_cm_request() */
-	if (!rs->parent || READ_ONCE(rs->sk.sk_state) != TCP_SYN_RECV ||
+	if (!rs->parent)
+		return;
+	if (!test_bit(RS_F_HEARD, &rs->flags)) {
+		set_bit(RS_F_HEARD, &rs->flags);
+		smp_mb__after_atomic();	/* the mark before the state: rs_cm_request() */
+	}
+	if (READ_ONCE(rs->sk.sk_state) != TCP_SYN_RECV ||
 	    test_bit(RS_F_DYING, &rs->flags) || test_and_set_bit(RS_F_COMM_EST, &rs->flags))
 		return;
 	sock_hold(&rs->sk);
@@ -431,6 +436,8 @@ int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id,
 	BUILD_BUG_ON(RS_SIGNAL_EVERY + RS_SQ_CTRL_RESERVE > RS_SQ_DEPTH);
 	if (WARN_ON_ONCE(rs->link))
 		return -EISCONN;
+	if (rs_should_fail("qp_create"))
+		return -ENOMEM;
 	link = kzalloc(struct_size(link, txc, RS_SQ_DEPTH), GFP_KERNEL);
 	if (!link)
 		return -ENOMEM;
@@ -639,30 +646,74 @@ int rs_post_reg_ring(struct rs_sock *rs, struct rs_ring *ring, bool remote)
 {
 	struct ib_reg_wr reg;
 
+	if (rs_should_fail("post_reg_ring"))
+		return -ENOMEM;
+
 	rs_ring_reg_wr(ring, &reg, IB_ACCESS_LOCAL_WRITE | (remote ? IB_ACCESS_REMOTE_WRITE : 0));
 	return rs_post(rs, &reg.wr, false, true, 0);
 }
 
 /*
  * Tell the peer it may write into our ring.  Sent only once the peer's QP can receive: by the
- * client at ESTABLISHED (the server's QP is RTS since it accepted), by the server at its
- * ESTABLISHED (the RTU proves the client's QP is ready; a SEND before that is dropped and waits
- * for a retransmit).
+ * server at its ESTABLISHED (the RTU proves the client's QP is ready; a SEND before that is
+ * dropped and waits for a retransmit), by the client once it has the server's READY.
  */
-int rs_post_ready(struct rs_sock *rs)
+static int __rs_post_ready(struct rs_sock *rs)
 {
 	int err;
 
+	lockdep_assert_held(&rs->lock);
+	if (rs_should_fail("post_ready"))
+		return -ENOMEM;
 	/* Before the post: the peer's first WRITE may complete here before it returns. */
-	spin_lock_bh(&rs->lock);
 	set_bit(RS_F_READY_SENT, &rs->flags);
 	err = __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_READY, false);
 	if (err)
 		clear_bit(RS_F_READY_SENT, &rs->flags);
+	return err;
+}
+
+int rs_post_ready(struct rs_sock *rs)
+{
+	int err;
+
+	spin_lock_bh(&rs->lock);
+	err = __rs_post_ready(rs);
 	spin_unlock_bh(&rs->lock);
 	return err;
 }
 
+/*
+ * A client's handshake ends once it has both its CM ESTABLISHED (rings registered, RS_F_CM_EST)
+ * and the server's READY, in either order: its own READY goes out then, TCP's ACK (the server's
+ * accept() waits for it: core.c), and the connect succeeded.  Decided under rs->lock with the
+ * connect's outcome, so at most once, and never after a timeout or a failure was recorded: a
+ * client that carries on over TCP sent no READY, so no child of the server's is established
+ * for it.  A READY that cannot be posted fails the connect (a fallback).
+ */
+void rs_client_ready(struct rs_sock *rs)
+{
+	int err;
+
+	smp_mb__after_atomic();	/* our bit before the test of the other's: one caller sees both */
+	if (rs->parent || !test_bit(RS_F_CM_EST, &rs->flags) ||
+	    !test_bit(RS_F_PEER_READY, &rs->flags))
+		return;
+	spin_lock_bh(&rs->lock);
+	if (test_bit(RS_F_CM_DONE, &rs->flags)) {
+		spin_unlock_bh(&rs->lock);
+		return;
+	}
+	err = __rs_post_ready(rs);
+	__rs_connect_record(rs, err, RDMASOCK_REASON_RESOURCE);
+	spin_unlock_bh(&rs->lock);
+	rs_connect_work_arm(rs, 0);
+}
+
+/*
+ * Post @count receives for the peer's messages, and any an earlier failure owes (rx.c): what a
+ * failure leaves is owed to the next call.  0, or the first failure's error.
+ */
 int rs_post_recvs(struct rs_sock *rs, u32 count)
 {
 	const struct ib_recv_wr *bad;
@@ -677,9 +728,17 @@ int rs_post_recvs(struct rs_sock *rs, u32 count)
 	wr.num_sge = 1;
 	spin_lock_bh(&rs->lock);
 	if (!test_bit(RS_F_DYING, &rs->flags) && rs->link) {
+		/* With what an earlier failure owes; what this one leaves is owed in turn. */
+		count += rs->link->recv_owed;
+		if (rs_should_fail("post_recvs"))
+			err = -ENOMEM;
 		wr.wr_cqe = &rs->link->recv_cqe;
-		while (count-- && !err)
+		while (count && !err) {
 			err = ib_post_recv(rs->link->qp, &wr, &bad);
+			if (!err)
+				count--;
+		}
+		rs->link->recv_owed = count;
 	}
 	spin_unlock_bh(&rs->lock);
 	return err;

@@ -38,6 +38,7 @@ int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl,
 int rs_fence_fire(struct rs_sock *rs);
 int rs_post_reg_ring(struct rs_sock *rs, struct rs_ring *ring, bool remote);
 int rs_post_ready(struct rs_sock *rs);
+void rs_client_ready(struct rs_sock *rs);
 int rs_post_fenced(struct rs_sock *rs, const struct ib_reg_wr *reg, const struct ib_send_wr *msg,
 		   void (*posted)(struct rs_sock *rs));
 int rs_send_ctrl(struct rs_sock *rs, u32 type, u32 arg, bool signaled);

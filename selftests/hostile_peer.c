@@ -14,6 +14,9 @@
  * resize_small (a RESIZE to a smaller, odd size), resize_twice (a second offer before the switch),
  * resize_long (a RESIZE longer than its buffer: the receive fails).
  * data_before_ready (a WRITE before our READY), early_bad_ctrl (a violation at once, before READY).
+ * "no_ready" completes the CM handshake (librdmacm sends the RTU) and never sends its READY, TCP's
+ * ACK: prints "no_ready: established", then within 20 s "no_ready: dropped by the kernel" (or
+ * "NOT dropped").
  * "ring_addr" checks that the ring address in the kernel's hello is a page-aligned virtual one (an
  * FRWR iova of ours), not a DMA address: without an IOMMU a physical one, and on rxe (a software
  * device: DMA addresses are kernel virtual addresses) a kernel pointer.
@@ -577,6 +580,15 @@ int main(int argc, char **argv)
 		int dropped = kernel_dropped_us(10000);
 
 		printf("%s: %s\n", c, dropped ? "connection reset by the kernel" : "NOT reset");
+		return dropped ? 0 : 1;
+	}
+	if (!strcmp(c, "no_ready")) {	/* the RTU (librdmacm's), then never our READY */
+		printf("no_ready: established\n");
+		fflush(stdout);
+		int dropped = kernel_dropped_us(20000);
+
+		printf("no_ready: %s\n", dropped ? "dropped by the kernel" : "NOT dropped");
+		fflush(stdout);
 		return dropped ? 0 : 1;
 	}
 	/* Our READY (we register nothing more: the MR is ready), then wait for the kernel's. */

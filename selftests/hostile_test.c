@@ -1057,6 +1057,41 @@ TEST_F_TIMEOUT(once, half_open_requests_are_bounded_and_reaped, 180)
 }
 
 /*
+ * A client that completes the CM handshake (its RTU) but never sends its READY, TCP's ACK: the
+ * child stays SYN_RECV, never reaches accept() (the server's staging ring it holds goes with it),
+ * and its timer drops it within 10 s while the client is alive; an honest client is then served
+ * over RDMA.  (Before the handshake became three-way the child was accepted at the RTU.)
+ */
+TEST_F_TIMEOUT(once, a_client_that_never_sends_its_ready_is_never_accepted, 90)
+{
+	char said[64] = "", buf[2];
+	FILE *out;
+	pid_t pid;
+	int c, s;
+
+	ASSERT_EQ(0, spawn_peer_out(&self->ss, "--client", "no_ready", "no_ready: established\n",
+				    &pid, &out));
+	ASSERT_EQ(1, table_count(addr_port(&self->ss), SYN_RECV));
+	ASSERT_EQ(0, poll_one(self->lfd, POLLIN, 2000));
+	ASSERT_NE(NULL, fgets(said, sizeof(said), out));
+	ASSERT_STREQ("no_ready: dropped by the kernel\n", said);
+	ASSERT_EQ(0, table_count(addr_port(&self->ss), SYN_RECV));
+	ASSERT_EQ(0, poll_one(self->lfd, POLLIN, 0));
+	waitpid(pid, NULL, 0);
+	fclose(out);
+	c = socket(rs_family_number(), SOCK_STREAM, 0);
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
+	ASSERT_EQ(2, send(c, "ok", 2, 0));
+	ASSERT_EQ(2, recv(s, buf, 2, MSG_WAITALL));
+	close(c);
+	close(s);
+}
+
+/*
  * The listener stops (SHUT_RD) while its waiting children fail (the client's process dies: its
  * ids send REJs): each child leaves the queue once, the count stays right, and the same socket
  * listens again and serves RDMA, not BUSY.  Rounds of 24 children, with jitter between the two.

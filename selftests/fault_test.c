@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Failures injected into rdmasock's own steps, one call at a time, through the module's fault
+ * points (the fail_point parameter and debugfs's fail_rdmasock/, built only with
+ * CONFIG_FAULT_INJECTION_DEBUG_FS: the debug kernel).  On a kernel without them every test is
+ * skipped.  (Not fail_function: its kprobe handler draws the kernel's random numbers in int3
+ * context, which lockdep reports on 6.1, and lockdep is then off for every later test.)
+ *
+ * For each step a connection takes (the QP, a ring's pages, the control receive buffer, the device
+ * attach, rdma_connect, rdma_accept, the REG_MR posts, READY, the receive posts), the Nth call of
+ * it fails, for N = 0, 1, 2, ... until a connection's whole life no longer makes an Nth call.  Both
+ * ends run in this VM, so N counts the client's and the server's calls: each end's failure at
+ * each step comes in turn.  Whatever failed:
+ *   - connect() and accept() succeed: a set-up that fails goes on over TCP, as a connection to a
+ *     host without rdmasock would, with its reason recorded, and accept() returns that
+ *     connection, never a dead RDMA child ahead of it; or the server failed once the client's
+ *     connect() had succeeded: the client is reset and accept() sees nothing, as TCP's;
+ *   - 256 KiB go each way (enough to grow the rings) and arrive whole and in order, then EOF; or,
+ *     on a connection both ends had over RDMA, a call reports an error: never a short stream
+ *     that ends in EOF, never a wrong byte, never a hang;
+ *   - both ends say the same carrier, and a TCP one says why;
+ *   - once closed, every socket goes (/proc/net/rdmasock is back where it was).
+ * The injection must have fired for N = 0 (each step is one a connection takes), and the last N
+ * tried must not have fired (every call of the step was failed once).  KASAN, lockdep and kmemleak
+ * watch the failure paths.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include "lib.h"
+#include "kselftest_harness.h"
+
+#define FF "/sys/kernel/debug/fail_rdmasock/"
+#define POINT_PARAM "/sys/module/rdmasock/parameters/fail_point"
+#define NEG_PARAM "/sys/module/rdmasock/parameters/neg_cache_ttl_ms"
+#define XFER (256 << 10)
+#define WAIT_MS 60000
+#define MAX_NTH 3000
+
+static int ff_write(const char *file, const char *val)
+{
+	char path[128];
+	FILE *f;
+	int bad;
+
+	snprintf(path, sizeof(path), FF "%s", file);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	bad = fputs(val, f) < 0;
+	return fclose(f) || bad ? -1 : 0;
+}
+
+static long ff_read(const char *file)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), FF "%s", file);
+	return read_long(path);
+}
+
+static int point_set(const char *fn)
+{
+	FILE *f = fopen(POINT_PARAM, "w");
+	int bad;
+
+	if (!f)
+		return -1;
+	bad = fputs(fn, f) < 0;
+	return fclose(f) || bad ? -1 : 0;
+}
+
+/* Fail the @nth call (from 0) of fault point @fn, once (space: the calls let through, plus one). */
+static int ff_arm(const char *fn, int nth)
+{
+	char v[16];
+
+	snprintf(v, sizeof(v), "%d", nth + 1);
+	return ff_write("times", "0") || ff_write("probability", "100") ||
+	       ff_write("interval", "1") || ff_write("verbose", "0") || ff_write("space", v) ||
+	       point_set(fn) || ff_write("times", "1") ? -1 : 0;
+}
+
+static void ff_disarm(void)
+{
+	ff_write("times", "0");
+	point_set("none");
+}
+
+struct pump {
+	int fd;
+	unsigned int seed;
+	int err;		/* errno of a failed send or shutdown, 0 if none */
+};
+
+static void *pump_out(void *p)
+{
+	struct pump *w = p;
+
+	if (write_pattern(w->fd, XFER, w->seed) || shutdown(w->fd, SHUT_WR))
+		w->err = errno;
+	return NULL;
+}
+
+enum outcome { WHOLE, ERROR, SHORT, WRONG, HUNG };
+
+static const char *const outcome_name[] = { "whole", "error", "short", "wrong byte", "hung" };
+
+/* Read @fd to its EOF, checking every byte against pattern @seed. */
+static enum outcome read_check(int fd, unsigned int seed, size_t *got)
+{
+	unsigned char buf[16384];
+
+	*got = 0;
+	for (;;) {
+		ssize_t n;
+
+		if (!(poll_one(fd, POLLIN, WAIT_MS) & (POLLIN | POLLHUP | POLLERR)))
+			return HUNG;
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n < 0)
+			return ERROR;
+		if (!n)
+			return *got == XFER ? WHOLE : SHORT;
+		for (ssize_t i = 0; i < n; i++)
+			if (buf[i] != pattern_byte(*got + i, seed))
+				return WRONG;
+		*got += n;
+		if (*got > XFER)
+			return WRONG;
+	}
+}
+
+/* One direction: @from writes XFER bytes and shuts its write side, @to reads them. */
+static enum outcome one_way(int from, int to, unsigned int seed)
+{
+	struct pump w = { .fd = from, .seed = seed };
+	enum outcome o;
+	pthread_t t;
+	size_t got;
+
+	if (pthread_create(&t, NULL, pump_out, &w))
+		return HUNG;
+	o = read_check(to, seed, &got);
+	if (o != WHOLE) {
+		/* Unblock the writer (its peer may read no more). */
+		shutdown(from, SHUT_RDWR);
+		shutdown(to, SHUT_RDWR);
+	}
+	pthread_join(t, NULL);
+	/* A short stream is a loss unless a call said why. */
+	if (o == SHORT && w.err)
+		o = ERROR;
+	if (o != WHOLE)
+		fprintf(stderr, "#   %s after %zu bytes (writer errno %d)\n", outcome_name[o], got,
+			w.err);
+	return o;
+}
+
+static int wait_sockets(int want)
+{
+	long long start = mono_ms();
+
+	while (proc_sockets() > want) {
+		if (ms_since(start) > WAIT_MS)
+			return -1;
+		usleep(20000);
+	}
+	return 0;
+}
+
+/* WHOLE: @lfd has a connection to accept; ERROR: the client @c was reset first; HUNG: neither. */
+static enum outcome wait_accept(int lfd, int c)
+{
+	struct pollfd p[2] = { { .fd = lfd, .events = POLLIN }, { .fd = c, .events = 0 } };
+	long long start = mono_ms();
+
+	while (ms_since(start) < WAIT_MS) {
+		int n = poll(p, 2, WAIT_MS - ms_since(start));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return HUNG;
+		if (p[0].revents & POLLIN)
+			return WHOLE;
+		if (p[1].revents & (POLLERR | POLLHUP))
+			return ERROR;
+	}
+	return HUNG;
+}
+
+FIXTURE(fault) {
+	struct param_saved neg;
+	int base;		/* this namespace's rdmasock sockets before the test */
+};
+
+FIXTURE_SETUP(fault)
+{
+	memset(&self->neg, 0, sizeof(self->neg));
+	self->base = -1;
+	if (access(FF "times", W_OK) || access(POINT_PARAM, W_OK))
+		return;		/* every_call() skips */
+	/* Every case must try RDMA: no destination is remembered as TCP-only. */
+	ASSERT_EQ(0, param_swap(&self->neg, NEG_PARAM, "0"));
+	self->base = proc_sockets();
+	ASSERT_LE(0, self->base);
+}
+
+FIXTURE_TEARDOWN(fault)
+{
+	ff_disarm();
+	param_restore(&self->neg);
+}
+
+/*
+ * One connection's life with the @nth call of @fn failing: returns whether the injection fired,
+ * or -1 when the connection misbehaved (each assertion says how).
+ */
+static int one_case(struct __test_metadata *_metadata, int base, const char *fn, int nth)
+{
+	struct sockaddr_storage ss;
+	int lfd, c, s, cm, sm, cr;
+	enum outcome o;
+	socklen_t len;
+	int fired;
+
+	lfd = make_listener(CARRIER_RDMASOCK, AF_INET, &ss, &len);
+	if (lfd < 0) {
+		fprintf(stderr, "#   %s #%d: listener: %s\n", fn, nth, strerror(errno));
+		return -1;
+	}
+	if (ff_arm(fn, nth)) {
+		fprintf(stderr, "#   %s #%d: arming: %s\n", fn, nth, strerror(errno));
+		close(lfd);
+		return -1;
+	}
+	c = carrier_socket(CARRIER_RDMASOCK, AF_INET, SOCK_STREAM);
+	if (c < 0 || connect(c, (struct sockaddr *)&ss, len)) {
+		fprintf(stderr, "#   %s #%d: connect: %s\n", fn, nth, strerror(errno));
+		if (c >= 0)
+			close(c);
+		close(lfd);
+		return -1;
+	}
+	/*
+	 * The listener's queue, or the client's reset: a server that failed after the client's
+	 * connect() succeeded resets the client and never queues the child, as a TCP listener
+	 * that drops a handshake's child (the client then sees a reset, accept() nothing).
+	 */
+	o = wait_accept(lfd, c);
+	if (o == HUNG) {
+		fprintf(stderr, "#   %s #%d: accept() never ready, the client not reset\n", fn, nth);
+		close(c);
+		close(lfd);
+		return -1;
+	}
+	s = o == WHOLE ? accept(lfd, NULL, NULL) : -1;
+	close(lfd);
+	if (o == WHOLE && s < 0) {
+		fprintf(stderr, "#   %s #%d: accept: %s\n", fn, nth, strerror(errno));
+		close(c);
+		return -1;
+	}
+	if (o == WHOLE)
+		o = one_way(c, s, nth + 1);
+	if (o == WHOLE)
+		o = one_way(s, c, ~nth);
+	cm = rs_getint(c, RDMASOCK_MODE);
+	sm = s < 0 ? RDMASOCK_MODE_RDMA : rs_getint(s, RDMASOCK_MODE);
+	cr = rs_getint(c, RDMASOCK_FALLBACK_REASON);
+	fired = ff_read("times") == 0;
+	ff_disarm();
+	close(c);
+	if (s >= 0)
+		close(s);
+	if (o != WHOLE && o != ERROR) {
+		fprintf(stderr, "#   %s #%d: %s\n", fn, nth, outcome_name[o]);
+		return -1;
+	}
+	if (!fired && o != WHOLE) {
+		fprintf(stderr, "#   %s #%d: failed with nothing injected\n", fn, nth);
+		return -1;
+	}
+	/*
+	 * Both ends on one carrier, always: a client that went on over TCP while the server's
+	 * accept() returned a dead RDMA child (or the other way round) fails here.  An error only
+	 * on a connection both ends had over RDMA (a reset, as TCP's after its handshake); a
+	 * failed set-up goes on over TCP, whole, and says why.
+	 */
+	if (cm != sm || (cm != RDMASOCK_MODE_RDMA && cm != RDMASOCK_MODE_TCP) ||
+	    (o == ERROR && cm != RDMASOCK_MODE_RDMA) ||
+	    (cm == RDMASOCK_MODE_TCP && cr == RDMASOCK_REASON_NONE)) {
+		fprintf(stderr, "#   %s #%d: %s, client mode %d (reason %d), server mode %d\n", fn,
+			nth, outcome_name[o], cm, cr, sm);
+		return -1;
+	}
+	if (!fired && cm != RDMASOCK_MODE_RDMA) {
+		fprintf(stderr, "#   %s #%d: not on RDMA with nothing injected\n", fn, nth);
+		return -1;
+	}
+	if (wait_sockets(base)) {
+		fprintf(stderr, "#   %s #%d: sockets left after close: %d (before: %d)\n", fn, nth,
+			proc_sockets(), base);
+		return -1;
+	}
+	if (fired)
+		fprintf(stderr, "#   %s #%d: %s, client %s (reason %d)\n", fn, nth, outcome_name[o],
+			cm == RDMASOCK_MODE_RDMA ? "rdma" : "tcp", cr);
+	return fired;
+}
+
+/*
+ * Every call of @fn in a connection's life, failed in turn: N = 0, 1, ..., each step once, up to
+ * 16, then growing by half (a receive is posted per message: hundreds a connection) until N is
+ * past the connection's last call.
+ */
+static void every_call(struct __test_metadata *_metadata, int base, const char *fn)
+{
+	int nth = 0, fired, cases = 0;
+
+	if (base < 0)
+		SKIP(return, "no fault points (not the debug kernel)");
+	for (;;) {
+		fired = one_case(_metadata, base, fn, nth);
+		ASSERT_LE(0, fired) TH_LOG("%s: call #%d failed", fn, nth);
+		if (!nth)
+			ASSERT_EQ(1, fired) TH_LOG("%s: a connection never calls it", fn);
+		if (!fired)
+			break;
+		cases++;
+		ASSERT_GT(MAX_NTH, nth) TH_LOG("%s: still called at #%d", fn, nth);
+		nth = nth < 16 ? nth + 1 : nth + nth / 2;
+	}
+	TH_LOG("%s: %d failures injected (calls #0-#%d)", fn, cases, nth - 1);
+}
+
+TEST_F_TIMEOUT(fault, qp_create, 900) { every_call(_metadata, self->base, "qp_create"); }
+TEST_F_TIMEOUT(fault, ring_pages, 900) { every_call(_metadata, self->base, "ring_pages"); }
+TEST_F_TIMEOUT(fault, resize_buf_alloc, 900)
+{
+	every_call(_metadata, self->base, "resize_buf");
+}
+TEST_F_TIMEOUT(fault, dev_attach, 900) { every_call(_metadata, self->base, "dev_attach"); }
+TEST_F_TIMEOUT(fault, rdma_connect, 900) { every_call(_metadata, self->base, "rdma_connect"); }
+TEST_F_TIMEOUT(fault, rdma_accept, 900) { every_call(_metadata, self->base, "rdma_accept"); }
+TEST_F_TIMEOUT(fault, post_reg_ring, 900)
+{
+	every_call(_metadata, self->base, "post_reg_ring");
+}
+TEST_F_TIMEOUT(fault, post_ready, 900) { every_call(_metadata, self->base, "post_ready"); }
+TEST_F_TIMEOUT(fault, post_recvs, 900) { every_call(_metadata, self->base, "post_recvs"); }
+
+#include "harness_main.h"
+RS_TEST_MAIN
