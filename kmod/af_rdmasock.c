@@ -99,16 +99,6 @@ static int rs_connect_rdma(struct rs_sock *rs, struct sockaddr *addr, int len)
 }
 
 /* The set-up timer fired before rdma_cm said anything final. */
-static void rs_connect_done_timeout(struct rs_sock *rs)
-{
-	spin_lock_bh(&rs->lock);
-	if (!test_and_set_bit(RS_F_CM_DONE, &rs->flags)) {
-		rs->cm_result = -ETIMEDOUT;
-		rs->reason = RDMASOCK_REASON_TIMEOUT;
-	}
-	spin_unlock_bh(&rs->lock);
-}
-
 /* The backoff after a busy listener is over: a fresh attempt, with a fresh id. */
 static void rs_connect_retry(struct rs_sock *rs)
 {
@@ -160,7 +150,7 @@ static void rs_connect_work(struct work_struct *work)
 	/* A run armed for an earlier attempt (it waited for lock_sock): this one's is queued. */
 	if (!test_bit(RS_F_CM_DONE, &rs->flags) && time_before(jiffies, rs->connect_deadline))
 		goto out;
-	rs_connect_done_timeout(rs);
+	rs_connect_record(rs, -ETIMEDOUT, RDMASOCK_REASON_TIMEOUT);	/* unless decided */
 	err = rs->cm_result;
 	reason = rs->reason;
 	if (err && reason == RDMASOCK_REASON_PEER_BUSY && rs->busy_tries < RS_BUSY_TRIES) {

@@ -79,7 +79,7 @@ int __rs_connect_record(struct rs_sock *rs, int result, int reason)
 	return rs->cm_result;
 }
 
-static int rs_connect_record(struct rs_sock *rs, int result, int reason)
+int rs_connect_record(struct rs_sock *rs, int result, int reason)
 {
 	int recorded;
 

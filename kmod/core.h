@@ -34,6 +34,7 @@ static inline void rs_post_refused(struct rs_sock *rs)
 void rs_connect_work_arm(struct rs_sock *rs, unsigned long delay);
 void rs_connect_done(struct rs_sock *rs, int result, int reason);
 int __rs_connect_record(struct rs_sock *rs, int result, int reason);
+int rs_connect_record(struct rs_sock *rs, int result, int reason);
 bool rs_child_rtu(struct rs_sock *child);
 bool rs_peer_ready(struct rs_sock *rs);
 bool rs_child_unqueue(struct rs_sock *child);

@@ -79,17 +79,6 @@ static int wait_for_gids(void)
 	return run(cmd);
 }
 
-static int write_file(const char *path, const char *val)
-{
-	FILE *f = fopen(path, "w");
-	int err;
-
-	if (!f)
-		return -1;
-	err = fputs(val, f) < 0;
-	return fclose(f) || err ? -1 : 0;
-}
-
 /*
  * `rdma link delete rxe0`, bounded: a removal still stuck then has its blocked tasks' stacks
  * dumped into the kernel log (sysrq w) and the CM's send counters printed twice, 5 s apart, so

@@ -39,15 +39,9 @@
 static int ff_write(const char *file, const char *val)
 {
 	char path[128];
-	FILE *f;
-	int bad;
 
 	snprintf(path, sizeof(path), FF "%s", file);
-	f = fopen(path, "w");
-	if (!f)
-		return -1;
-	bad = fputs(val, f) < 0;
-	return fclose(f) || bad ? -1 : 0;
+	return write_file(path, val);
 }
 
 static long ff_read(const char *file)
@@ -58,17 +52,6 @@ static long ff_read(const char *file)
 	return read_long(path);
 }
 
-static int point_set(const char *fn)
-{
-	FILE *f = fopen(POINT_PARAM, "w");
-	int bad;
-
-	if (!f)
-		return -1;
-	bad = fputs(fn, f) < 0;
-	return fclose(f) || bad ? -1 : 0;
-}
-
 /* Fail the @nth call (from 0) of fault point @fn, once (space: the calls let through, plus one). */
 static int ff_arm(const char *fn, int nth)
 {
@@ -77,13 +60,13 @@ static int ff_arm(const char *fn, int nth)
 	snprintf(v, sizeof(v), "%d", nth + 1);
 	return ff_write("times", "0") || ff_write("probability", "100") ||
 	       ff_write("interval", "1") || ff_write("verbose", "0") || ff_write("space", v) ||
-	       point_set(fn) || ff_write("times", "1") ? -1 : 0;
+	       write_file(POINT_PARAM, fn) || ff_write("times", "1") ? -1 : 0;
 }
 
 static void ff_disarm(void)
 {
 	ff_write("times", "0");
-	point_set("none");
+	write_file(POINT_PARAM, "none");
 }
 
 struct pump {

@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -39,6 +40,18 @@ enum carrier { CARRIER_TCP, CARRIER_RDMASOCK, CARRIER_IPPROTO };
 	FIXTURE_VARIANT_ADD(fixture, rdma6) { .carrier = CARRIER_RDMASOCK, .af = AF_INET6, __VA_ARGS__ }; \
 	FIXTURE_VARIANT_ADD(fixture, ipp4) { .carrier = CARRIER_IPPROTO, .af = AF_INET, __VA_ARGS__ };	\
 	FIXTURE_VARIANT_ADD(fixture, ipp6) { .carrier = CARRIER_IPPROTO, .af = AF_INET6, __VA_ARGS__ }
+
+/* Write @s to the file at @path (a module parameter, a sysfs, debugfs or tracefs file), truncated. */
+static inline int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC), ret;
+
+	if (fd < 0)
+		return -1;
+	ret = write(fd, s, strlen(s)) == (ssize_t)strlen(s) ? 0 : -1;
+	close(fd);
+	return ret;
+}
 
 /* A number in a module parameter's file (-1: no module). */
 static inline int rs_param_number(const char *path)

@@ -223,17 +223,6 @@ TEST(counters_count_and_reset)
 	ASSERT_EQ(0, rs_counter("connections_rdma"));
 }
 
-static int write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC), ret;
-
-	if (fd < 0)
-		return -1;
-	ret = write(fd, s, strlen(s)) == (ssize_t)strlen(s) ? 0 : -1;
-	close(fd);
-	return ret;
-}
-
 TEST(tracepoints_fire)
 {
 	const char *t = "/sys/kernel/tracing";
