@@ -167,8 +167,13 @@ static bool rs_orphan_keep(struct rs_sock *rs)
 	 * for ever) keeps it in flight until the limit above: TCP's zero window.
 	 */
 	if ((s32)(done - rs->orphan_probe_end) >= 0) {
+		int err;
+
 		rs_tx_push(rs);
-		if (!rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_KEEPALIVE, true)) {
+		err = rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_KEEPALIVE, true);
+		if (rs_post_failed(err))
+			return false;	/* the QP is going: nothing can complete any more */
+		if (!err) {
 			spin_lock_bh(&rs->lock);
 			rs->orphan_probe_end = rs->sq_posted;
 			spin_unlock_bh(&rs->lock);

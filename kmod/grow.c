@@ -209,7 +209,7 @@ static void rs_rx_grow(struct rs_sock *rs)
 	if (err == -ENOBUFS || err == -EBUSY) {
 		/* Nothing posted: the next send completion tries again (rs_post_resize). */
 		rs_ring_release(rs, &next);
-	} else if (err) {
+	} else if (rs_post_failed(err)) {
 		rs_post_refused(rs);
 	}
 }
@@ -346,10 +346,16 @@ static bool rs_tx_old_busy(struct rs_sock *rs)
 				 READ_ONCE(rs->tx_acked) < rs->tx_lbase);
 }
 
-/* A RESIZE waits and the switch can be made now: the writer's wait condition, a hint. */
+/*
+ * A RESIZE waits and the switch can be made now: the writer's wait condition, a hint.  Not while
+ * a staging ring whose REG_MR or SWITCH the provider refused is still held for the teardown that
+ * refusal queued (a second switch would overwrite it, and its MR would keep the PD for ever), nor
+ * once the path is lost.
+ */
 bool rs_tx_switch_ready(struct rs_sock *rs)
 {
 	return test_bit(RS_F_TX_RESIZE, &rs->flags) && !test_bit(RS_F_SQ_FENCE, &rs->flags) &&
+	       !test_bit(RS_F_RESUMING, &rs->flags) && !READ_ONCE(rs->tx_next.mr) &&
 	       !rs_tx_old_busy(rs);
 }
 
@@ -410,7 +416,7 @@ static void rs_tx_switch_remote(struct rs_sock *rs)
 	if (err == -ENOBUFS || err == -EBUSY)
 		rs_ctrl_defer(rs, RS_F_SWITCH_WAIT, err);
 	spin_unlock_bh(&rs->lock);
-	if (err && err != -ENOBUFS && err != -EBUSY)
+	if (rs_post_failed(err))
 		rs_post_refused(rs);
 }
 
@@ -473,6 +479,6 @@ void rs_tx_switch(struct rs_sock *rs)
 	spin_unlock_bh(&rs->lock);
 	if (err == -ENOBUFS || err == -EBUSY)
 		rs_ring_release(rs, &ring);	/* nothing posted: the next write tries again */
-	else if (err)
+	else if (rs_post_failed(err))
 		rs_post_refused(rs);	/* (teardown frees the ring) */
 }

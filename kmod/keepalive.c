@@ -72,6 +72,7 @@ static void rs_keepalive_work(struct work_struct *work)
 	unsigned long idle = jiffies - READ_ONCE(rs->ka_last);
 	bool persist = test_bit(RS_F_TX_BLOCKED, &rs->flags);
 	unsigned long wait;
+	int err;
 
 	if (!persist && !sock_flag(&rs->sk, SOCK_KEEPOPEN))
 		return;
@@ -95,8 +96,13 @@ static void rs_keepalive_work(struct work_struct *work)
 		rs->ka_unanswered++;
 	rs->ka_seen_at_probe = READ_ONCE(rs->ka_seen);
 	/* A full send queue is itself a probe in flight: its completions will say. */
-	if (!rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_KEEPALIVE, true))
+	err = rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_KEEPALIVE, true);
+	if (!err) {
 		rs_count(sock_net(&rs->sk), RS_CNT_KEEPALIVE_PROBE);
+	} else if (rs_post_failed(err)) {
+		rs_post_refused(rs);	/* the QP is going: no probe can ask any more */
+		return;
+	}
 	rs_keepalive_arm(rs, persist ? RS_PERSIST_TIME : rs_ka_intvl(rs));
 }
 

@@ -374,6 +374,7 @@ bool rs_rx_readable(struct rs_sock *rs, int lowat)
  */
 void rs_rx_announce(struct rs_sock *rs, bool force)
 {
+	int err = 0;
 	u64 cons;
 
 	spin_lock_bh(&rs->lock);
@@ -381,8 +382,7 @@ void rs_rx_announce(struct rs_sock *rs, bool force)
 	if (test_bit(RS_F_PEER_WANTS, &rs->flags))
 		force = true;
 	if (cons != rs->rx_announced && (force || cons - rs->rx_announced >= rs->rx.size / 4)) {
-		int err = __rs_send_ctrl(rs, RS_IMM_CONSUMED, (u32)cons, false);
-
+		err = __rs_send_ctrl(rs, RS_IMM_CONSUMED, (u32)cons, false);
 		if (!err) {
 			rs->rx_announced = cons;
 			clear_bit(RS_F_PEER_WANTS, &rs->flags);
@@ -396,6 +396,12 @@ void rs_rx_announce(struct rs_sock *rs, bool force)
 		}
 	}
 	spin_unlock_bh(&rs->lock);
+	/*
+	 * Refused (not deferred): a writer waiting for this report would wait for ever.  After the
+	 * peer's FIN none does: what it sent stays readable to EOF, as rs_send_done() keeps it.
+	 */
+	if (rs_post_failed(err) && !test_bit(RS_F_PEER_FIN, &rs->flags))
+		rs_post_refused(rs);
 }
 
 /*

@@ -104,7 +104,7 @@ void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	    __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_RESET, true) == -ENOBUFS)
 		set_bit(RS_F_RESET_DUE, &rs->flags);
 	spin_unlock(&rs->lock);
-	if (fence_err)
+	if (rs_post_failed(fence_err))
 		rs_post_refused(rs);
 	/* (A full queue holds a signaled WR: a push that found it full always gets this call.) */
 	if (rs_due(rs, RS_F_PUSH_DUE) || uncork || fenced)
@@ -217,7 +217,7 @@ void rs_tx_push(struct rs_sock *rs)
 	 * that is gone: the staged bytes cannot go on it, and no completion will come to push
 	 * them, so the path is lost (resumed, or a reset) rather than a writer left waiting.
 	 */
-	if (err && err != -ENOBUFS && err != -EPIPE)
+	if (rs_post_failed(err))
 		rs_post_refused(rs);
 }
 
@@ -331,6 +331,8 @@ static void rs_tx_want_consumed(struct rs_sock *rs)
 		rs_ctrl_defer(rs, RS_F_WANT_DUE, err);
 	}
 	spin_unlock_bh(&rs->lock);
+	if (rs_post_failed(err))
+		rs_post_refused(rs);
 }
 
 /*

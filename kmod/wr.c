@@ -534,6 +534,9 @@ int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl,
 	}
 	if (!rs_sq_room(rs, ctrl))
 		return -ENOBUFS;
+	/* (A provider refuses a post only on a QP that is going: a hard error, never -ENOBUFS.) */
+	if (rs_should_fail("post_send"))
+		return -EINVAL;
 	ctx = &rs->link->txc[rs->sq_slot];
 	ctx->seq = rs->sq_posted;
 	if (signal || ctx->seq % RS_SIGNAL_EVERY == RS_SIGNAL_EVERY - 1)

@@ -62,4 +62,14 @@ static inline bool rs_due(struct rs_sock *rs, enum rs_flag due)
 	return test_bit(due, &rs->flags) && test_and_clear_bit(due, &rs->flags);
 }
 
+/*
+ * A post the provider refused: not a full queue (-ENOBUFS), a fence up (-EBUSY) or a teardown
+ * (-EPIPE), which a later completion or the teardown takes care of.  The QP is going, and no
+ * completion may come to retry it: the caller reports the path lost (rs_post_refused()).
+ */
+static inline bool rs_post_failed(int err)
+{
+	return err && err != -ENOBUFS && err != -EBUSY && err != -EPIPE;
+}
+
 #endif /* RDMASOCK_WR_H */

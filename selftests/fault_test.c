@@ -7,8 +7,9 @@
  * context, which lockdep reports on 6.1, and lockdep is then off for every later test.)
  *
  * For each step a connection takes (the QP, a ring's pages, the control receive buffer, the device
- * attach, rdma_connect, rdma_accept, the REG_MR posts, READY, the receive posts), the Nth call of
- * it fails, for N = 0, 1, 2, ... until a connection's whole life no longer makes an Nth call.  Both
+ * attach, rdma_connect, rdma_accept, the REG_MR posts, READY, the receive posts, and every post to
+ * the send queue: data, CONSUMED, FIN, RESIZE, SWITCH), the Nth call of it fails, for N = 0, 1,
+ * 2, ... until a connection's whole life no longer makes an Nth call.  Both
  * ends run in this VM, so N counts the client's and the server's calls: each end's failure at
  * each step comes in turn.  Whatever failed:
  *   - connect() and accept() succeed: a set-up that fails goes on over TCP, as a connection to a
@@ -22,7 +23,8 @@
  *   - once closed, every socket goes (/proc/net/rdmasock is back where it was).
  * The injection must have fired for N = 0 (each step is one a connection takes), and the last N
  * tried must not have fired (every call of the step was failed once).  KASAN, lockdep and kmemleak
- * watch the failure paths.
+ * watch the failure paths.  To look at one case: FAULT_NTH=N runs that one alone, FAULT_VERBOSE=1
+ * has the kernel log the stack of each injected failure.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -59,7 +61,8 @@ static int ff_arm(const char *fn, int nth)
 
 	snprintf(v, sizeof(v), "%d", nth + 1);
 	return ff_write("times", "0") || ff_write("probability", "100") ||
-	       ff_write("interval", "1") || ff_write("verbose", "0") || ff_write("space", v) ||
+	       ff_write("interval", "1") || ff_write("space", v) ||
+	       ff_write("verbose", getenv("FAULT_VERBOSE") ? "2" : "0") ||
 	       write_file(POINT_PARAM, fn) || ff_write("times", "1") ? -1 : 0;
 }
 
@@ -207,7 +210,7 @@ static int one_case(struct __test_metadata *_metadata, int base, const char *fn,
 	int lfd, c, s, cm, sm, cr;
 	enum outcome o;
 	socklen_t len;
-	int fired;
+	int fired, at_close, left;
 
 	lfd = make_listener(CARRIER_RDMASOCK, AF_INET, &ss, &len);
 	if (lfd < 0) {
@@ -253,11 +256,14 @@ static int one_case(struct __test_metadata *_metadata, int base, const char *fn,
 	cm = rs_getint(c, RDMASOCK_MODE);
 	sm = s < 0 ? RDMASOCK_MODE_RDMA : rs_getint(s, RDMASOCK_MODE);
 	cr = rs_getint(c, RDMASOCK_FALLBACK_REASON);
+	/* Armed through close() too: its FIN or RESET, the orphan's probes, the last receives. */
 	fired = ff_read("times") == 0;
-	ff_disarm();
 	close(c);
 	if (s >= 0)
 		close(s);
+	left = wait_sockets(base);
+	at_close = !fired && ff_read("times") == 0;
+	ff_disarm();
 	if (o != WHOLE && o != ERROR) {
 		fprintf(stderr, "#   %s #%d: %s\n", fn, nth, outcome_name[o]);
 		return -1;
@@ -283,28 +289,34 @@ static int one_case(struct __test_metadata *_metadata, int base, const char *fn,
 		fprintf(stderr, "#   %s #%d: not on RDMA with nothing injected\n", fn, nth);
 		return -1;
 	}
-	if (wait_sockets(base)) {
+	if (left) {
 		fprintf(stderr, "#   %s #%d: sockets left after close: %d (before: %d)\n", fn, nth,
 			proc_sockets(), base);
 		return -1;
 	}
-	if (fired)
-		fprintf(stderr, "#   %s #%d: %s, client %s (reason %d)\n", fn, nth, outcome_name[o],
+	if (fired || at_close)
+		fprintf(stderr, "#   %s #%d: %s%s, client %s (reason %d)\n", fn, nth,
+			at_close ? "at close, " : "", outcome_name[o],
 			cm == RDMASOCK_MODE_RDMA ? "rdma" : "tcp", cr);
-	return fired;
+	return fired || at_close;
 }
 
 /*
  * Every call of @fn in a connection's life, failed in turn: N = 0, 1, ..., each step once, up to
  * 16, then growing by half (a receive is posted per message: hundreds a connection) until N is
- * past the connection's last call.
+ * past the connection's last call; then each of the 8 calls before that N.
  */
 static void every_call(struct __test_metadata *_metadata, int base, const char *fn)
 {
-	int nth = 0, fired, cases = 0;
+	int nth = 0, fired, cases = 0, last = 0, k;
 
 	if (base < 0)
 		SKIP(return, "no fault points (not the debug kernel)");
+	if (getenv("FAULT_NTH")) {	/* one case alone, to look at it */
+		nth = atoi(getenv("FAULT_NTH"));
+		ASSERT_LE(0, one_case(_metadata, base, fn, nth));
+		return;
+	}
 	for (;;) {
 		fired = one_case(_metadata, base, fn, nth);
 		ASSERT_LE(0, fired) TH_LOG("%s: call #%d failed", fn, nth);
@@ -313,8 +325,18 @@ static void every_call(struct __test_metadata *_metadata, int base, const char *
 		if (!fired)
 			break;
 		cases++;
+		last = nth;
 		ASSERT_GT(MAX_NTH, nth) TH_LOG("%s: still called at #%d", fn, nth);
 		nth = nth < 16 ? nth + 1 : nth + nth / 2;
+	}
+	/*
+	 * The last calls of a connection's life, each: those of its close (the FIN, the last
+	 * receives, an orphan's probe), which the steps by half skip.
+	 */
+	for (k = nth - 1; k > last && k >= nth - 8; k--) {
+		fired = one_case(_metadata, base, fn, k);
+		ASSERT_LE(0, fired) TH_LOG("%s: call #%d failed", fn, k);
+		cases += fired;
 	}
 	TH_LOG("%s: %d failures injected (calls #0-#%d)", fn, cases, nth - 1);
 }
@@ -334,6 +356,8 @@ TEST_F_TIMEOUT(fault, post_reg_ring, 900)
 }
 TEST_F_TIMEOUT(fault, post_ready, 900) { every_call(_metadata, self->base, "post_ready"); }
 TEST_F_TIMEOUT(fault, post_recvs, 900) { every_call(_metadata, self->base, "post_recvs"); }
+/* Every send-queue post of a connection's life: set-up, data, CONSUMED, FIN, RESIZE, SWITCH. */
+TEST_F_TIMEOUT(fault, post_send, 900) { every_call(_metadata, self->base, "post_send"); }
 
 #include "harness_main.h"
 RS_TEST_MAIN
