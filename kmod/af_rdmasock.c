@@ -123,7 +123,6 @@ static void rs_connect_work(struct work_struct *work)
 	struct rs_sock *rs = container_of(to_delayed_work(work), struct rs_sock, connect_work);
 	struct sock *sk = &rs->sk;
 	int err, reason;
-	bool aborted;
 
 	lock_sock(sk);
 	/* The bound id of a socket that has done nothing since its device went away. */
@@ -162,25 +161,7 @@ static void rs_connect_work(struct work_struct *work)
 		goto out;
 	}
 	if (!err) {
-		/*
-		 * Under rs->lock, against an rs_abort() after the success (it wins: the socket
-		 * stays closed, with its error, and teardown_work takes the rest), and against the
-		 * peer's FIN (rx.c), which may have come already.
-		 */
-		spin_lock_bh(&rs->lock);
-		aborted = test_bit(RS_F_ABORTED, &rs->flags);
-		if (!aborted) {
-			WRITE_ONCE(rs->mode, RDMASOCK_MODE_RDMA);
-			WRITE_ONCE(sk->sk_state, sk->sk_shutdown & RCV_SHUTDOWN ?
-				   TCP_CLOSE_WAIT : TCP_ESTABLISHED);
-		}
-		spin_unlock_bh(&rs->lock);
-		if (aborted)
-			goto out;
-		rs_count(sock_net(sk), RS_CNT_CONN_RDMA);
-		trace_rdmasock_established(rs);
-		rs_keepalive_update(rs);
-		rs_wake(sk, EPOLLOUT | EPOLLWRNORM);
+		rs_connect_established(rs);	/* (unless a waiter did it first) */
 		goto out;
 	}
 	rs_teardown_rdma(rs, false);

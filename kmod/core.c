@@ -194,9 +194,10 @@ bool rs_child_unqueue(struct rs_sock *child)
 /*
  * A connect() still being set up (before our READY: rs_client_ready()) fails: that is its
  * outcome, so connect_work falls back to TCP (or reports it), not a reset.  True if it was one.
- * Once the success is recorded (with our READY), connect_work has yet to make the socket
- * established, and the error (the peer's RESET, its QP's failure, the device going) is the
- * connection's: a reset, as TCP's after its SYN-ACK, never lost.
+ * Once the success is recorded (with our READY), the socket has yet to be made established (by a
+ * connect() waiting or connect_work: rs_connect_established(), rdma.c), and the error (the
+ * peer's RESET, its QP's failure, the device going) is the connection's: a reset, as TCP's after
+ * its SYN-ACK, never lost.
  */
 static bool rs_fail_connecting(struct rs_sock *rs, int err)
 {

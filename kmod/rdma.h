@@ -9,5 +9,6 @@ extern const struct rs_carrier rs_rdma_carrier;
 
 bool rs_accept_ready(struct rs_sock *rs);
 int rs_wait_connect(struct rs_sock *rs, long *timeo);
+void rs_connect_established(struct rs_sock *rs);
 
 #endif /* RDMASOCK_RDMA_H */

@@ -710,6 +710,9 @@ void rs_client_ready(struct rs_sock *rs)
 	err = __rs_post_ready(rs);
 	__rs_connect_record(rs, err, RDMASOCK_REASON_RESOURCE);
 	spin_unlock_bh(&rs->lock);
+	/* A connect() waiting finishes it at once (rdma.c); connect_work does, if none waits. */
+	if (!err)
+		rs_wake(&rs->sk, EPOLLOUT | EPOLLWRNORM);
 	rs_connect_work_arm(rs, 0);
 }
 
