@@ -66,6 +66,10 @@ static inline bool rs_due(struct rs_sock *rs, enum rs_flag due)
  * A post the provider refused: not a full queue (-ENOBUFS), a fence up (-EBUSY) or a teardown
  * (-EPIPE), which a later completion or the teardown takes care of.  The QP is going, and no
  * completion may come to retry it: the caller reports the path lost (rs_post_refused()).
+ * The caller, not __rs_post(), because the callers differ in what a refusal means: a set-up post
+ * fails the connect (a fallback, its outcome recorded once), a CONSUMED after the peer's FIN is
+ * dropped (the peer's bytes stay readable to EOF), an orphan's probe ends the orphan, a RESET
+ * leaves it to the disconnect.
  */
 static inline bool rs_post_failed(int err)
 {

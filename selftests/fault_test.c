@@ -341,6 +341,39 @@ static void every_call(struct __test_metadata *_metadata, int base, const char *
 	TH_LOG("%s: %d failures injected (calls #0-#%d)", fn, cases, nth - 1);
 }
 
+/*
+ * The keepalive probe of an idle connection refused by the QP (the only post such a connection
+ * makes): the path is lost, reported at once rather than left to a completion that never comes.
+ * The connection resumes over TCP and carries both streams whole.  (The persist timer's probe
+ * takes the same path in keepalive.c.)
+ */
+static void probe_refused(struct __test_metadata *_metadata, int base)
+{
+	int c, s, one = 1, idle = 1;
+	long long start;
+
+	if (base < 0)
+		SKIP(return, "no fault points (not the debug kernel)");
+	ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, AF_INET, &c, &s));
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(0, setsockopt(c, SOL_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)));
+	ASSERT_EQ(0, setsockopt(c, SOL_TCP, TCP_KEEPINTVL, &idle, sizeof(idle)));
+	ASSERT_EQ(0, ff_arm("post_send", 0));
+	ASSERT_EQ(0, setsockopt(c, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)));
+	start = mono_ms();
+	while (ff_read("times") != 0 && ms_since(start) < WAIT_MS)
+		usleep(20000);
+	ASSERT_EQ(0, ff_read("times")) TH_LOG("no probe was posted");
+	ff_disarm();
+	EXPECT_EQ(WHOLE, one_way(c, s, 7));
+	EXPECT_EQ(WHOLE, one_way(s, c, 8));
+	EXPECT_EQ(RDMASOCK_REASON_RDMA_LOST, rs_getint(c, RDMASOCK_FALLBACK_REASON));
+	EXPECT_EQ(RDMASOCK_MODE_TCP, rs_getint(c, RDMASOCK_MODE));
+	close(c);
+	close(s);
+	EXPECT_EQ(0, wait_sockets(base));
+}
+
 TEST_F_TIMEOUT(fault, qp_create, 900) { every_call(_metadata, self->base, "qp_create"); }
 TEST_F_TIMEOUT(fault, ring_pages, 900) { every_call(_metadata, self->base, "ring_pages"); }
 TEST_F_TIMEOUT(fault, resize_buf_alloc, 900)
@@ -358,6 +391,7 @@ TEST_F_TIMEOUT(fault, post_ready, 900) { every_call(_metadata, self->base, "post
 TEST_F_TIMEOUT(fault, post_recvs, 900) { every_call(_metadata, self->base, "post_recvs"); }
 /* Every send-queue post of a connection's life: set-up, data, CONSUMED, FIN, RESIZE, SWITCH. */
 TEST_F_TIMEOUT(fault, post_send, 900) { every_call(_metadata, self->base, "post_send"); }
+TEST_F_TIMEOUT(fault, keepalive_probe, 120) { probe_refused(_metadata, self->base); }
 
 #include "harness_main.h"
 RS_TEST_MAIN
