@@ -30,6 +30,7 @@
 #include "fallback.h"
 #include "grow.h"
 #include "keepalive.h"
+#include "park.h"
 #include "policy.h"
 #include "proc.h"
 #include "resume.h"
@@ -61,7 +62,7 @@ static void rs_sk_destruct(struct sock *sk)
 {
 	struct rs_sock *rs = rs_sk(sk);
 
-	WARN_ON_ONCE(rs->cm_id || rs->link || rs->tcp);
+	WARN_ON_ONCE(rs->cm_id || rs->link || rs->tcp || rs->port_holder);
 	kvfree(rs->replay_buf);
 	rs_policy_put(rs->policy);
 	rs_proc_del(rs);
@@ -86,6 +87,9 @@ static int rs_connect_rdma(struct rs_sock *rs, struct sockaddr *addr, int len)
 {
 	int reason, err;
 
+	/* A QP parked by an earlier connection to @addr carries it, if there is one (park.c). */
+	if (!rs_park_take(rs, addr, len))
+		return 0;
 	if (!rs->cm_id)
 		rs_tcp_take_port(rs);
 	err = rs_cm_connect(rs, addr, len, &reason);
@@ -164,6 +168,16 @@ static void rs_connect_work(struct work_struct *work)
 		rs_connect_established(rs);	/* (unless a waiter did it first) */
 		goto out;
 	}
+	/* A parked QP that did not carry it (refused, gone): the CM's exchange, from scratch. */
+	if (test_bit(RS_F_OPENING, &rs->flags)) {
+		rs_conn_reset(rs);
+		rs->no_reuse = true;
+		rs->sk.sk_state = TCP_CLOSE;
+		err = rs_connect_rdma(rs, (struct sockaddr *)&rs->peer_addr, rs->peer_addr_len);
+		if (!err)
+			goto out;
+		goto failed;
+	}
 	rs_teardown_rdma(rs, false);
 	if (rs->port_taken)
 		rs_tcp_give_port(rs);
@@ -175,6 +189,7 @@ static void rs_connect_work(struct work_struct *work)
 		if (!err)
 			goto out;
 	}
+failed:
 	WRITE_ONCE(sk->sk_err, -err);
 	sk->sk_state = TCP_CLOSE;
 	sk_error_report(sk);
@@ -205,6 +220,7 @@ static struct rs_sock *rs_sock_setup(struct sock *sk)
 	INIT_WORK(&rs->teardown_work, rs_teardown_work);
 	INIT_DELAYED_WORK(&rs->close_work, rs_close_work);
 	rs_wr_init(rs);
+	rs_park_init(rs);
 	rs_keepalive_init(rs);
 	rs_tx_init(rs);
 	rs_grow_init(rs);
@@ -396,6 +412,7 @@ static int rs_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len)
 
 	/* Nothing of an earlier connection or attempt stays, whichever carrier this one takes. */
 	rs_conn_reset(rs);
+	rs->no_reuse = false;
 	err = rs_tcp_ensure(rs, addr->sa_family);
 	if (err)
 		return err;

@@ -20,6 +20,7 @@
 #include "conn.h"
 #include "core.h"
 #include "fallback.h"
+#include "park.h"
 #include "resume.h"
 #include "stats.h"
 #include "tx.h"
@@ -213,14 +214,20 @@ void rs_close_work(struct work_struct *work)
 {
 	struct rs_sock *rs = container_of(to_delayed_work(work), struct rs_sock, close_work);
 	unsigned long delay;
+	bool idle;
 
-	if (!rs_tx_idle(rs)) {
+	/* A connection closed in order keeps its QP for the next one (park.c), once it is done. */
+	rs_park_offer(rs);
+	idle = rs_tx_idle(rs);
+	if (!idle) {
 		delay = rs_close_next(rs);
 		if (delay) {
 			queue_delayed_work(rs_wq, &rs->close_work, delay);
 			return;
 		}
 	}
+	if (rs_park_hold(rs, idle))
+		return;
 	if (rs->orphan_counted)
 		atomic_dec(&rs_orphans);
 	/* Bytes still staged are lost: the disconnect without our FIN is a reset for the peer. */

@@ -27,6 +27,7 @@
 #include "core.h"
 #include "fallback.h"
 #include "grow.h"
+#include "hello.h"
 #include "keepalive.h"
 #include "ring.h"
 #include "stats.h"
@@ -41,117 +42,6 @@
 static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id,
 			 struct rdma_cm_event *ev);
-
-/* ---- hello ---- */
-
-/* The hello and, when resume is offered, its extension: all the private data a REQ has room for. */
-struct rs_hello_ext {
-	struct rs_hello h;
-	struct rs_hello_resume r;
-};
-
-/*
- * A client offers resume when the module has a resume port; a server answers the offer when its
- * listener has one (RS_F_RESUMABLE on the listener, set at listen()).  The client's hello has no
- * connection id; the server's names the connection (random, nonzero).
- */
-static bool rs_hello_offers_resume(struct rs_sock *rs)
-{
-	if (rs->parent)
-		return test_bit(RS_F_RESUMABLE, &rs->flags) &&
-		       test_bit(RS_F_RESUMABLE, &rs->parent->flags);
-	return READ_ONCE(rs_resume_port) && READ_ONCE(rs_resume_on);
-}
-
-/* One end's half of the resume key: the key is the XOR of both, in either order. */
-static void rs_resume_key_add(struct rs_sock *rs, const u8 *secret)
-{
-	u8 *key = (u8 *)&rs->resume_key;
-	int i;
-
-	BUILD_BUG_ON(sizeof(rs->resume_key) != sizeof(rs->resume_secret));
-	for (i = 0; i < sizeof(rs->resume_key); i++)
-		key[i] ^= secret[i];
-}
-
-static u8 rs_hello_build(struct rs_sock *rs, struct rs_hello_ext *e)
-{
-	struct rs_hello *h = &e->h;
-	bool resume = rs_hello_offers_resume(rs);
-
-	memset(e, 0, sizeof(*e));
-	h->magic = cpu_to_be32(RS_HELLO_MAGIC);
-	h->version = RS_PROTO_VERSION;
-	h->flags = RS_HELLO_F_GROW | (resume ? RS_HELLO_F_RESUME : 0);
-	h->len = cpu_to_be16(resume ? sizeof(*e) : sizeof(*h));
-	h->ring_addr = cpu_to_be64(rs->rx.mr->iova);
-	h->ring_rkey = cpu_to_be32(rs->rx.mr->rkey);
-	h->ring_size = cpu_to_be32(rs->rx.size);
-	if (!resume) {
-		clear_bit(RS_F_RESUMABLE, &rs->flags);
-		return sizeof(*h);
-	}
-	/* (A client's offer: its hello parse accepts an answer only then.) */
-	set_bit(RS_F_RESUMABLE, &rs->flags);
-	get_random_bytes(rs->resume_secret, sizeof(rs->resume_secret));
-	memcpy(e->r.secret, rs->resume_secret, sizeof(e->r.secret));
-	if (!rs->parent)
-		/* The server's half follows. */
-		memset(&rs->resume_key, 0, sizeof(rs->resume_key));
-	rs_resume_key_add(rs, rs->resume_secret);
-	if (rs->parent) {
-		while (!rs->resume_id)
-			rs->resume_id = get_random_u64();
-		e->r.conn_id = cpu_to_be64(rs->resume_id);
-	}
-	return sizeof(*e);
-}
-
-/* Accept a peer's hello only if every field is what version 1 allows. */
-static int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len)
-{
-	const struct rs_hello_ext *e = data;
-	const struct rs_hello *h = data;
-	bool resume;
-	u32 size;
-
-	if (!data || len < sizeof(*h) || be32_to_cpu(h->magic) != RS_HELLO_MAGIC)
-		return -EPROTO;
-	resume = h->flags & RS_HELLO_F_RESUME;
-	if (h->version != RS_PROTO_VERSION ||
-	    be16_to_cpu(h->len) != (resume ? sizeof(*e) : sizeof(*h)) ||
-	    len < be16_to_cpu(h->len) ||
-	    (h->flags & ~RS_HELLO_FLAGS) || h->reserved[0] || h->reserved[1])
-		return -EPROTONOSUPPORT;
-	size = be32_to_cpu(h->ring_size);
-	if (!rs_ring_size_ok(size) || size % PAGE_SIZE)
-		return -EPROTO;
-	if (resume) {
-		/* A server answers an offer only, and names the connection; a client never does. */
-		if (!rs->parent && (!test_bit(RS_F_RESUMABLE, &rs->flags) || !e->r.conn_id))
-			return -EPROTO;
-		if (rs->parent && e->r.conn_id)
-			return -EPROTO;
-	}
-	rs->peer_ring_addr = be64_to_cpu(h->ring_addr);
-	rs->peer_rkey = be32_to_cpu(h->ring_rkey);
-	rs->peer_ring_size = size;
-	if (h->flags & RS_HELLO_F_GROW)
-		set_bit(RS_F_PEER_GROWS, &rs->flags);
-	if (!resume) {
-		clear_bit(RS_F_RESUMABLE, &rs->flags);
-		return 0;
-	}
-	if (rs->parent) {
-		/* Our half is drawn when we answer (rs_hello_build). */
-		memset(&rs->resume_key, 0, sizeof(rs->resume_key));
-		set_bit(RS_F_RESUMABLE, &rs->flags);
-	} else {
-		rs->resume_id = be64_to_cpu(e->r.conn_id);
-	}
-	rs_resume_key_add(rs, e->r.secret);
-	return 0;
-}
 
 /*
  * Keep the RDMA connection's addresses (the cm_id may be gone when /proc is read) and its path
@@ -741,16 +631,25 @@ void rs_cm_id_drop(struct rs_sock *rs)
 		rdma_destroy_id(id);
 }
 
-static struct rs_sock *rs_child_alloc(struct rs_sock *listener, struct rdma_cm_id *id)
+/* A child of @listener, with its options (the socket layer's rs_new_child()); no id yet. */
+struct rs_sock *rs_cm_child_new(struct rs_sock *listener)
 {
 	struct rs_sock *child;
 
-	/* The socket layer's: a socket with the listener's options (rs_new_child()). */
 	child = listener->new_child(listener);
 	if (!child)
 		return NULL;
 	sock_hold(&listener->sk);
 	child->parent = listener;
+	return child;
+}
+
+static struct rs_sock *rs_child_alloc(struct rs_sock *listener, struct rdma_cm_id *id)
+{
+	struct rs_sock *child = rs_cm_child_new(listener);
+
+	if (!child)
+		return NULL;
 	child->cm_id = id;
 	id->context = child;
 	return child;
@@ -803,9 +702,41 @@ static int rs_reject_reason(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	return RDMASOCK_REASON_PEER_REJECT;
 }
 
-static bool rs_backlog_full(struct rs_sock *listener)
+bool rs_backlog_full(struct rs_sock *listener)
 {
 	return READ_ONCE(listener->queued) > READ_ONCE(listener->sk.sk_max_ack_backlog);
+}
+
+/*
+ * A child whose REP (or ACCEPT, park.c) may be out joins the listener's pending queue as a
+ * SYN_RECV socket, until it has the client's READY (rs_child_established()).  False if it was
+ * aborted already: its teardown_work frees it.
+ */
+bool rs_cm_child_queue(struct rs_sock *child)
+{
+	struct rs_sock *listener = child->parent;
+	bool linked;
+
+	spin_lock_bh(&listener->lock);
+	/* Not once the listener closed: its close emptied the queues (rs_cm_listener_close()). */
+	linked = !test_bit(RS_F_ABORTED, &child->flags) &&
+		 listener->sk.sk_state == TCP_LISTEN;
+	if (linked) {
+		child->sk.sk_state = TCP_SYN_RECV;
+		list_add_tail(&child->accept_node, &listener->pending_q);
+		set_bit(RS_F_PENDING, &child->flags);
+		listener->queued++;
+		/*
+		 * As a SYN-RECV socket times out: the RTU and the client's READY must come
+		 * within this (rs_child_established() cancels it).  Armed
+		 * under the lock rs_abort()'s unqueue takes, so its cancel comes after.
+		 */
+		rs_connect_work_arm(child, RS_SYN_RECV_TIMEOUT);
+	}
+	spin_unlock_bh(&listener->lock);
+	if (!linked)
+		rs_abort(child, -ECONNRESET);	/* (a no-op if aborted already) */
+	return linked;
 }
 
 static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct rdma_cm_event *ev)
@@ -869,21 +800,7 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 		rs_abort(child, -ECONNRESET);
 	else
 		set_bit(RS_F_CM_EST, &child->flags);	/* from now on a QP error is the child's */
-	spin_lock_bh(&listener->lock);
-	linked = !test_bit(RS_F_ABORTED, &child->flags);
-	if (linked) {
-		child->sk.sk_state = TCP_SYN_RECV;
-		list_add_tail(&child->accept_node, &listener->pending_q);
-		set_bit(RS_F_PENDING, &child->flags);
-		listener->queued++;
-		/*
-		 * As a SYN-RECV socket times out: the RTU and the client's READY must come
-		 * within this (rs_child_established() cancels it).  Armed
-		 * under the lock rs_abort()'s unqueue takes, so its cancel comes after.
-		 */
-		rs_connect_work_arm(child, RS_SYN_RECV_TIMEOUT);
-	}
-	spin_unlock_bh(&listener->lock);
+	linked = rs_cm_child_queue(child);
 	if (!linked) {	/* aborted (above, or by a completion): teardown_work destroys the id */
 		sock_put(&child->sk);
 		return 0;
@@ -992,6 +909,10 @@ static void rs_cm_disconnected(struct rs_sock *rs)
 		rs_abort(rs, -ECONNRESET);
 	else
 		rs_wake(&rs->sk, EPOLLOUT | EPOLLIN | EPOLLRDHUP);
+	/* A parked QP whose peer went: park.c frees it now, not at park_ms. */
+	smp_mb();	/* the bits before the state: park.c parks, then tests them */
+	if (READ_ONCE(rs->park_state))
+		rs_park_signal(rs);
 }
 
 static int rs_cm_device_removal(struct rs_sock *rs, struct rdma_cm_id *id)

@@ -13,5 +13,8 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, int *reaso
 struct rs_sock *rs_cm_accept_ready(struct rs_sock *listener);
 void rs_cm_listener_close(struct rs_sock *rs);
 int rs_rp_join(struct rs_sock *rs, int backlog);
+struct rs_sock *rs_cm_child_new(struct rs_sock *listener);
+bool rs_backlog_full(struct rs_sock *listener);
+bool rs_cm_child_queue(struct rs_sock *child);
 
 #endif /* RDMASOCK_CM_H */

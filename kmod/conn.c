@@ -170,6 +170,10 @@ void rs_teardown_rdma(struct rs_sock *rs, bool in_handler)
 		id = xchg(&rs->cm_id, NULL);
 		if (id)
 			rdma_destroy_id(id);
+		/* A reused id's port, held in TCP's space until the id was gone (park.c). */
+		if (rs->port_holder)
+			sock_release(rs->port_holder);
+		rs->port_holder = NULL;
 	}
 	clear_bit(RS_F_RDMA_UP, &rs->flags);
 	rs_dev_detach(rs);
@@ -197,5 +201,9 @@ void rs_teardown_work(struct work_struct *work)
 		spin_unlock_bh(&rs->lock);
 	}
 	release_sock(&rs->sk);
+	/* A parked QP that failed: park.c frees its socket now, not at park_ms. */
+	smp_mb();	/* the bits before the state: park.c parks, then tests them */
+	if (READ_ONCE(rs->park_state))
+		rs_park_signal(rs);
 	sock_put(&rs->sk);
 }

@@ -31,6 +31,17 @@ static inline void rs_post_refused(struct rs_sock *rs)
 		rs_abort(rs, -ECONNRESET);
 }
 
+/*
+ * park.c's park_work: a parked QP's OPEN came (rx.c), or its connection went (the CM's disconnect,
+ * an abort): park.c takes the OPEN, or frees the parked socket, now rather than at park_ms.
+ */
+static inline void rs_park_signal(struct rs_sock *rs)
+{
+	sock_hold(&rs->sk);
+	if (!queue_work(rs_wq, &rs->park_work))
+		sock_put(&rs->sk);
+}
+
 void rs_connect_work_arm(struct rs_sock *rs, unsigned long delay);
 void rs_connect_done(struct rs_sock *rs, int result, int reason);
 int __rs_connect_record(struct rs_sock *rs, int result, int reason);

@@ -178,10 +178,16 @@ void rs_tcp_attach(struct rs_sock *rs, struct socket *tcp)
 /* Unhook and close the TCP socket (it lingers by its own SO_LINGER, copied from ours). */
 void rs_tcp_detach(struct rs_sock *rs)
 {
+	rs_tcp_sync(rs);
+	sock_release(rs_tcp_unhook(rs));
+}
+
+/* The TCP socket, ours no more: its callbacks are its own again.  (A reused id's port, park.c.) */
+struct socket *rs_tcp_unhook(struct rs_sock *rs)
+{
 	struct socket *tcp = rs->tcp;
 	struct sock *tsk = tcp->sk;
 
-	rs_tcp_sync(rs);
 	write_lock_bh(&tsk->sk_callback_lock);
 	if (rs_tcp_owner(tsk) == rs) {
 		tsk->sk_data_ready = rs->tcp_cb[RS_TCP_DATA_READY];
@@ -194,7 +200,7 @@ void rs_tcp_detach(struct rs_sock *rs)
 	spin_lock_bh(&rs->lock);
 	rs->tcp = NULL;
 	spin_unlock_bh(&rs->lock);
-	sock_release(tcp);
+	return tcp;
 }
 
 /* ---- options ---- */

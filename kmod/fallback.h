@@ -17,6 +17,7 @@ void rs_tcp_resume_attach(struct rs_sock *rs, struct socket *tcp, int reason);
 bool rs_tcp_foreign(struct socket *tcp);
 struct rs_sock *rs_tcp_owner(struct sock *tsk);
 void rs_tcp_detach(struct rs_sock *rs);
+struct socket *rs_tcp_unhook(struct rs_sock *rs);
 void rs_tcp_sync(struct rs_sock *rs);
 void rs_sol_init(struct rs_sock *rs);
 void rs_sol_adopt_priority(struct rs_sock *rs);

@@ -84,10 +84,10 @@ int rs_resize_buf_alloc(struct rs_sock *rs)
 	if (rs_should_fail("resize_buf"))
 		return -ENOMEM;
 
-	rs->resize_buf = kzalloc(sizeof(*rs->resize_buf), GFP_KERNEL);
+	rs->resize_buf = kzalloc(RS_CTRL_PAYLOAD_MAX, GFP_KERNEL);
 	if (!rs->resize_buf)
 		return -ENOMEM;
-	rs->resize_dma = ib_dma_map_single(dev, rs->resize_buf, sizeof(*rs->resize_buf),
+	rs->resize_dma = ib_dma_map_single(dev, rs->resize_buf, RS_CTRL_PAYLOAD_MAX,
 					   DMA_FROM_DEVICE);
 	if (ib_dma_mapping_error(dev, rs->resize_dma)) {
 		kfree(rs->resize_buf);
@@ -104,7 +104,7 @@ void rs_grow_free(struct rs_sock *rs)
 	rs_ring_release(rs, &rs->tx_old);
 	rs_ring_release(rs, &rs->tx_next);
 	if (rs->resize_buf) {
-		ib_dma_unmap_single(rs->pd->device, rs->resize_dma, sizeof(*rs->resize_buf),
+		ib_dma_unmap_single(rs->pd->device, rs->resize_dma, RS_CTRL_PAYLOAD_MAX,
 				    DMA_FROM_DEVICE);
 		kfree(rs->resize_buf);
 		rs->resize_buf = NULL;
@@ -201,7 +201,9 @@ static void rs_rx_grow(struct rs_sock *rs)
 	int err;
 
 	sock_owned_by_me(&rs->sk);
-	if (!rs_rx_wants_grow(rs, rs->rx.size) || !rs_rx_grow_can_post(rs))
+	/* Queued before close(): an orphan must finish, not grow (nor a parked QP, park.c). */
+	if (sock_flag(&rs->sk, SOCK_DEAD) || !rs_rx_wants_grow(rs, rs->rx.size) ||
+	    !rs_rx_grow_can_post(rs))
 		return;
 	if (rs_ring_alloc(&next, rs->pd, rs_ring_target(rs, rs->pd->device), &rs->sk))
 		return;		/* no memory now: the next arrival tries again */

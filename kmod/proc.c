@@ -15,6 +15,7 @@
 #include "rdmasock.h"
 #include "close.h"
 #include "grow.h"
+#include "park.h"
 #include "proc.h"
 #include "ring.h"
 #include "stats.h"
@@ -75,6 +76,7 @@ static const char * const rs_counter_names[RS_CNT_WC_ERR] = {
 	[RS_CNT_RESUME_REJ_MALFORMED] = "resume_rejected_malformed",
 	[RS_CNT_RESUME_REJ_BUSY] = "resume_rejected_busy",
 	[RS_CNT_RESUME_NO_PORT] = "resume_port_unavailable",
+	[RS_CNT_REUSED] = "connections_reused",
 };
 
 /* "name netns global", one counter a line; fallbacks and completion errors by name. */
@@ -103,6 +105,8 @@ static int rs_stat_show(struct seq_file *seq, void *v)
 		   rs_ring_pinned_pages());
 	/* And closed connections still delivering their last bytes, within max_orphans. */
 	seq_printf(seq, "orphans %d %d\n", rs_orphan_count(), rs_orphan_count());
+	/* And QPs kept for the next connection to their listener, within max_parked. */
+	seq_printf(seq, "parked %u %u\n", rs_park_count(), rs_park_count());
 	return 0;
 }
 

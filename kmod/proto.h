@@ -62,7 +62,7 @@ struct rs_hello_resume {
  *   DATA      (RDMA WRITE with immediate) n bytes were written at the receiver's producer cursor.
  *   CONSUMED  (SEND with immediate, no payload) the receiver has consumed up to cursor mod 2^30.
  *   CTRL      (SEND with immediate) READY, FIN, RESET ...: no payload, but for RESIZE, whose
- *             payload is one struct rs_resize.
+ *             payload is one struct rs_resize, and OPEN and ACCEPT, whose payload is a hello.
  */
 #define RS_IMM_TYPE_SHIFT	30
 #define RS_IMM_ARG_MASK		((1U << RS_IMM_TYPE_SHIFT) - 1)
@@ -95,7 +95,19 @@ enum rs_ctrl {
 	RS_CTRL_WANT_CONSUMED = 5,	/* my window is small: report consumption at once */
 	RS_CTRL_RESIZE = 6,	/* here is a larger ring (payload: rs_resize); answer SWITCH */
 	RS_CTRL_SWITCH = 7,	/* my writes from here on go to the ring of your RESIZE */
+	/*
+	 * A reused QP (docs/design.md, "Reused connections"): both ends closed the connection it
+	 * carried in order and kept it.  OPEN (client) starts the next connection on it, ACCEPT
+	 * (server) takes it; each carries the sender's hello (struct rs_hello, with its resume
+	 * extension when RS_HELLO_F_RESUME is set) as its payload, as the CM's REQ and REP do.
+	 * READY both ways follows, as after the CM's exchange.
+	 */
+	RS_CTRL_OPEN = 8,
+	RS_CTRL_ACCEPT = 9,
 };
+
+/* The largest payload of a control message: OPEN's and ACCEPT's hello; RESIZE's is smaller. */
+#define RS_CTRL_PAYLOAD_MAX	RS_HELLO_RESUME_SIZE
 
 /* CTRL with this bit: urgent data (MSG_OOB); the low bits: its byte's stream position mod 2^29. */
 #define RS_CTRL_URG		0x20000000U	/* bit 29 */

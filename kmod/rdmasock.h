@@ -79,6 +79,7 @@ struct rs_link {
 	u32 cq_entries;			/* reserved in @cq */
 	u32 max_inline;			/* the QP's inline size, as its provider made it */
 	u32 recv_owed;			/* receives a failed post still owes (rs->lock) */
+	spinlock_t ev_lock;		/* @rs against the QP's events (any context) */
 	struct ib_cqe recv_cqe;
 	struct rcu_head rcu;
 	struct rs_txctx txc[];		/* RS_SQ_DEPTH entries */
@@ -129,6 +130,9 @@ enum rs_flag {
 	RS_F_CM_SETTLED,	/* child: the CM's ESTABLISHED came: its REP is cancelled */
 	RS_F_HEARD,		/* child: a message of the client's came (rs_comm_est()) */
 	RS_F_RTU,		/* child: ESTABLISHED handled, READY posted (core.c) */
+	RS_F_OPENING,		/* client: OPEN sent on a reused QP, ACCEPT awaited (park.c) */
+	RS_F_OPEN_RCVD,		/* server: the client's OPEN is in open_buf (park.c) */
+	RS_F_MOVING,		/* parked: its QP moves to another socket, it posts nothing more */
 	RS_F_NR			/* (rs->flags is one unsigned long) */
 };
 
@@ -185,7 +189,7 @@ struct rs_sock {
 	struct rs_ring rx_next;		/* offered by RESIZE, written from rx_switch on */
 	struct rs_ring tx_old;		/* staging before SWITCH, freed once the peer consumed it */
 	struct rs_ring tx_next;		/* staging for the peer's RESIZE, until SWITCH is posted */
-	struct rs_resize *resize_buf;	/* the one receive buffer: RESIZE's payload lands here */
+	void *resize_buf;		/* the one receive buffer: RESIZE, OPEN, ACCEPT payloads */
 	u64 resize_dma;
 
 	struct_group(conn_next,		/* zeroed together by rs_conn_reset() */
@@ -319,6 +323,16 @@ struct rs_sock {
 	bool replay_urg_skip;			/* the peer read replay_urg out of band already */
 	bool replay_ok;				/* the snapshot was taken (replay_* are valid) */
 	bool resume_fin;			/* our FIN was due: shut TCP's write side after */
+
+	/* Reused connections (park.c). */
+	u8 park_state;				/* enum rs_park_state (park.c), rs_park_lock */
+	bool no_reuse;				/* this connect() must not take a parked QP */
+	u8 open_len;				/* server: the OPEN's hello, its length */
+	u8 open_buf[RS_CTRL_PAYLOAD_MAX];
+	struct list_head park_node;		/* on rs_parked (park.c) */
+	unsigned long park_deadline;		/* jiffies: parked until then */
+	struct work_struct park_work;		/* the OPEN of a parked QP came (rx.c) */
+	struct socket *port_holder;		/* a reused id's port in TCP's space (park.c) */
 
 	/* The TCP socket's own callbacks, which ours wrap (fallback.c). */
 	void (*tcp_cb[RS_TCP_NR_CB])(struct sock *sk);

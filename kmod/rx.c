@@ -18,6 +18,7 @@
 #include "rdmasock.h"
 #include "core.h"
 #include "grow.h"
+#include "hello.h"
 #include "keepalive.h"
 #include "ring.h"
 #include "rx.h"
@@ -182,6 +183,7 @@ static int rs_rx_ctrl(struct rs_sock *rs, u32 code)
 			WRITE_ONCE(sk->sk_state, TCP_CLOSE_WAIT);
 		spin_unlock(&rs->lock);
 		rs_wake(sk, EPOLLIN | EPOLLRDNORM | EPOLLRDHUP);
+		wake_up_all(&rs->close_wait);	/* a connect() waiting for a parked QP (park.c) */
 		return 0;
 	case RS_CTRL_RESET:
 		rs_abort(rs, -ECONNRESET);
@@ -199,6 +201,47 @@ static int rs_rx_ctrl(struct rs_sock *rs, u32 code)
 	}
 }
 
+/*
+ * softirq: a hello on a reused QP (park.c).  OPEN: the client starts its next connection on the QP
+ * of one that closed in order at both ends; the server's park.c takes it in process context (the
+ * socket may still be open: it waits for close()).  ACCEPT: the server's answer to our OPEN, its
+ * hello as the REP's; the connect goes on as after the CM's ESTABLISHED (READY both ways).
+ */
+static int rs_rx_hello(struct rs_sock *rs, u32 code, u32 len)
+{
+	struct ib_device *dev = rs->pd->device;
+	u8 buf[RS_CTRL_PAYLOAD_MAX];
+	int err;
+
+	if (len < RS_HELLO_SIZE || len > RS_CTRL_PAYLOAD_MAX)
+		return -EPROTO;
+	ib_dma_sync_single_for_cpu(dev, rs->resize_dma, len, DMA_FROM_DEVICE);
+	memcpy(buf, rs->resize_buf, len);
+	ib_dma_sync_single_for_device(dev, rs->resize_dma, len, DMA_FROM_DEVICE);
+	if (code == RS_CTRL_OPEN) {
+		/* Only once, and only once the connection on the QP is over at both ends. */
+		if (!rs->parent || !test_bit(RS_F_PEER_FIN, &rs->flags) ||
+		    !test_bit(RS_F_FIN_SENT, &rs->flags) || test_bit(RS_F_OPEN_RCVD, &rs->flags))
+			return -EPROTO;
+		memcpy(rs->open_buf, buf, len);
+		rs->open_len = len;
+		/* The hello before the bit: park.c reads it after. */
+		smp_mb__before_atomic();
+		set_bit(RS_F_OPEN_RCVD, &rs->flags);
+		rs_park_signal(rs);
+		return 0;
+	}
+	if (rs->parent || !test_bit(RS_F_OPENING, &rs->flags) || test_bit(RS_F_CM_EST, &rs->flags))
+		return -EPROTO;
+	err = rs_hello_parse(rs, buf, len);
+	/* Our staging ring, made for the ring this QP's server had: never larger than its ring. */
+	if (err || rs->tx.size > rs->peer_ring_size)
+		return -EPROTO;
+	set_bit(RS_F_CM_EST, &rs->flags);
+	rs_client_ready(rs);
+	return 0;
+}
+
 void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rs_sock *rs = container_of(wc->wr_cqe, struct rs_link, recv_cqe)->rs;
@@ -210,7 +253,8 @@ void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	 * event tells that outcome): nothing to report in either case.
 	 */
 	if (test_bit(RS_F_DYING, &rs->flags) ||
-	    (wc->status != IB_WC_SUCCESS && !test_bit(RS_F_CM_EST, &rs->flags)))
+	    (wc->status != IB_WC_SUCCESS && !test_bit(RS_F_CM_EST, &rs->flags) &&
+	     !test_bit(RS_F_OPENING, &rs->flags)))
 		return;
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		/* Flushed after the peer's FIN: an orderly close.  Anything else is a reset. */
@@ -246,13 +290,24 @@ void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		err = wc->opcode == IB_WC_RECV_RDMA_WITH_IMM ? rs_rx_data(rs, arg) : -EPROTO;
 		break;
 	case RS_IMM_CONSUMED:
-		err = wc->opcode == IB_WC_RECV && !wc->byte_len ? rs_rx_consumed(rs, arg) : -EPROTO;
+		if (wc->opcode != IB_WC_RECV || wc->byte_len)
+			err = -EPROTO;
+		/*
+		 * Before ACCEPT on a reused QP, a CONSUMED is the previous connection's (its server
+		 * read after its FIN): it says nothing of this one.
+		 */
+		else if (test_bit(RS_F_OPENING, &rs->flags) && !test_bit(RS_F_CM_EST, &rs->flags))
+			err = 0;
+		else
+			err = rs_rx_consumed(rs, arg);
 		break;
 	case RS_IMM_CTRL:
 		if (wc->opcode != IB_WC_RECV)
 			err = -EPROTO;
 		else if (arg == RS_CTRL_RESIZE)
 			err = rs_rx_resize(rs, wc->byte_len);
+		else if (arg == RS_CTRL_OPEN || arg == RS_CTRL_ACCEPT)
+			err = rs_rx_hello(rs, arg, wc->byte_len);
 		else
 			err = wc->byte_len ? -EPROTO : rs_rx_ctrl(rs, arg);
 		break;

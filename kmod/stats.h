@@ -35,6 +35,7 @@ enum rs_counter {
 	RS_CNT_RESUME_REJ_MALFORMED,	/* server: an attempt that broke the handshake's format */
 	RS_CNT_RESUME_REJ_BUSY,	/* server: turned away, resume_max_pending in progress */
 	RS_CNT_RESUME_NO_PORT,	/* the resume port could not be had: no resume in this netns */
+	RS_CNT_REUSED,		/* connections set up on a parked QP (OPEN sent, or ACCEPT) */
 	RS_CNT_WC_ERR,		/* + ib_wc_status: RS_CNT_WC_ERR + status */
 	RS_CNT_MAX = RS_CNT_WC_ERR + IB_WC_GENERAL_ERR + 1
 };

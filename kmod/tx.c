@@ -52,7 +52,9 @@ void rs_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	int fence_err = 0;
 
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
-		if (test_bit(RS_F_DYING, &rs->flags) || !test_bit(RS_F_CM_EST, &rs->flags)) {
+		/* (Before ESTABLISHED or ACCEPT the connect's outcome says it.) */
+		if (test_bit(RS_F_DYING, &rs->flags) ||
+		    (!test_bit(RS_F_CM_EST, &rs->flags) && !test_bit(RS_F_OPENING, &rs->flags))) {
 			wake_up_all(&rs->close_wait);
 			return;
 		}

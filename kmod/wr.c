@@ -290,19 +290,22 @@ static void rs_qp_err_work(struct work_struct *work)
 static void rs_qp_event(struct ib_event *ev, void *ctx)
 {
 	struct rs_link *link = ctx;
-	struct rs_sock *rs = link->rs;
+	unsigned long irqflags;
+	struct rs_sock *rs;
 
+	/* Under the lock a reuse moves the QP to another socket under (rs_link_move()). */
+	spin_lock_irqsave(&link->ev_lock, irqflags);
+	rs = link->rs;
 	if (ev->event == IB_EVENT_COMM_EST) {
 		rs_comm_est(rs);
-		return;
-	}
-	if (ev->event == IB_EVENT_QP_FATAL || ev->event == IB_EVENT_QP_ACCESS_ERR ||
-	    ev->event == IB_EVENT_QP_REQ_ERR) {
+	} else if (ev->event == IB_EVENT_QP_FATAL || ev->event == IB_EVENT_QP_ACCESS_ERR ||
+		   ev->event == IB_EVENT_QP_REQ_ERR) {
 		rs_count(sock_net(&rs->sk), RS_CNT_QP_FATAL);
 		sock_hold(&rs->sk);
 		if (!queue_work(rs_wq, &rs->qp_err_work))
 			sock_put(&rs->sk);
 	}
+	spin_unlock_irqrestore(&link->ev_lock, irqflags);
 }
 
 /*
@@ -421,6 +424,29 @@ static struct rs_link *rs_link_set(struct rs_sock *rs, struct rs_link *link)
 }
 
 /*
+ * A reuse (park.c): the QP and its completions go from @from to @to, both under lock_sock, the QP
+ * idle.  Completions are handled under their CQ's lock and the QP's events under ev_lock, so each
+ * finds one socket or the other, whole; @to has the link before they can find it, @from loses it
+ * after they no longer can.
+ */
+void rs_link_move(struct rs_sock *from, struct rs_sock *to)
+{
+	struct rs_link *link = from->link;
+	unsigned long irqflags;
+
+	sock_owned_by_me(&to->sk);
+	rs_link_set(to, link);
+	WRITE_ONCE(to->local_qpn, link->qp->qp_num);
+	spin_lock_bh(&link->cq->lock);
+	spin_lock_irqsave(&link->ev_lock, irqflags);
+	link->rs = to;
+	spin_unlock_irqrestore(&link->ev_lock, irqflags);
+	spin_unlock_bh(&link->cq->lock);
+	rs_link_set(from, NULL);
+	WRITE_ONCE(from->local_qpn, 0);
+}
+
+/*
  * The QP of @id, on a shared CQ, with its WR contexts; @send_done and @recv_done handle the
  * completions of the send and the receive queue.  All of it or nothing: rs->link shows it whole.
  */
@@ -442,6 +468,7 @@ int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id,
 	if (!link)
 		return -ENOMEM;
 	link->rs = rs;
+	spin_lock_init(&link->ev_lock);
 	for (i = 0; i < RS_SQ_DEPTH; i++) {
 		link->txc[i].cqe.done = send_done;
 		link->txc[i].link = link;
@@ -524,7 +551,7 @@ int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl,
 	int err;
 
 	lockdep_assert_held(&rs->lock);
-	if (test_bit(RS_F_DYING, &rs->flags) || !rs->link)
+	if ((READ_ONCE(rs->flags) & (BIT(RS_F_DYING) | BIT(RS_F_MOVING))) || !rs->link)
 		return -EPIPE;
 	if (test_bit(RS_F_SQ_FENCE, &rs->flags)) {
 		/* Data waits; control messages go, signaled, so their completion ends the fence. */
@@ -657,6 +684,46 @@ int rs_post_reg_ring(struct rs_sock *rs, struct rs_ring *ring, bool remote)
 }
 
 /*
+ * A ring that carried a connection starts the next one on the same QP (park.c) under a new key:
+ * the old one is invalidated first, so no WRITE of the peer's with it lands from then on (the
+ * QP fails instead).  In order on the send queue, before the hello that names the new key.
+ */
+int rs_post_rekey(struct rs_sock *rs, struct rs_ring *ring)
+{
+	struct ib_send_wr inv = {};
+	int err;
+
+	inv.opcode = IB_WR_LOCAL_INV;
+	inv.ex.invalidate_rkey = ring->mr->rkey;
+	err = rs_post(rs, &inv, false, true, 0);
+	if (err)
+		return err;
+	ib_update_fast_reg_key(ring->mr, ib_inc_rkey(ring->mr->rkey));
+	return rs_post_reg_ring(rs, ring, true);
+}
+
+/* OPEN or ACCEPT (park.c): a control message whose payload, a hello, goes inline. */
+int rs_post_hello(struct rs_sock *rs, u32 code, const void *hello, u32 len)
+{
+	struct ib_send_wr wr = {};
+	struct ib_sge sge = {};
+	int err = -EINVAL;
+
+	sge.addr = (uintptr_t)hello;
+	sge.length = len;
+	wr.opcode = IB_WR_SEND_WITH_IMM;
+	wr.send_flags = IB_SEND_INLINE;
+	wr.ex.imm_data = cpu_to_be32(rs_imm(RS_IMM_CTRL, code));
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	spin_lock_bh(&rs->lock);
+	if (rs->link && len <= rs->link->max_inline)
+		err = __rs_post(rs, &wr, false, true, 0);
+	spin_unlock_bh(&rs->lock);
+	return err;
+}
+
+/*
  * Tell the peer it may write into our ring.  Sent only once the peer's QP can receive: by the
  * server at its ESTABLISHED (the RTU proves the client's QP is ready; a SEND before that is
  * dropped and waits for a retransmit), by the client once it has the server's READY.
@@ -728,7 +795,7 @@ int rs_post_recvs(struct rs_sock *rs, u32 count)
 	int err = 0;
 
 	sge.addr = rs->resize_dma;
-	sge.length = sizeof(*rs->resize_buf);
+	sge.length = RS_CTRL_PAYLOAD_MAX;
 	sge.lkey = rs->pd->local_dma_lkey;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;

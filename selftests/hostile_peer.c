@@ -12,7 +12,7 @@
  * ring: the HCA refuses it), flood (writes without credit), disconnect (gone mid-transfer),
  * consumed_payload (a payload where none belongs), switch_unasked (SWITCH without our RESIZE),
  * resize_small (a RESIZE to a smaller, odd size), resize_twice (a second offer before the switch),
- * resize_long (a RESIZE longer than its buffer: the receive fails).
+ * resize_long (a RESIZE longer than the receive buffer, 64 bytes: the receive fails).
  * data_before_ready (a WRITE before our READY), early_bad_ctrl (a violation at once, before READY).
  * "no_ready" completes the CM handshake (librdmacm sends the RTU) and never sends its READY, TCP's
  * ACK: prints "no_ready: established", then within 20 s "no_ready: dropped by the kernel" (or
@@ -21,6 +21,15 @@
  * FRWR iova of ours), not a DMA address: without an IOMMU a physical one, and on rxe (a software
  * device: DMA addresses are kernel virtual addresses) a kernel pointer.
  * "valid" behaves: sends "hello" and expects it echoed.
+ * Reuse (the kernel's park_ms set; kmod/park.c): "hello", our FIN, the kernel's FIN, then OPEN on
+ * the same QP.  "reuse_valid": a valid OPEN; the kernel's ACCEPT (a new key) and READY must come;
+ * our READY and "again" go (prints "reuse_valid: accepted", waits to be killed).
+ * "reuse_old_rkey": the same, but "again" goes with the previous connection's key: the kernel's
+ * HCA must refuse it (prints "reuse_old_rkey: refused (status N)").  An OPEN the kernel must
+ * refuse (tear the QP down, never ACCEPT; prints "CASE: refused"): open_magic, open_short,
+ * open_size, open_flags, open_conn_id (a client naming the connection), open_long (longer than
+ * any receive buffer), open_early (before any FIN).  "open_twice": a valid OPEN twice; the kernel
+ * may take the first, and the second resets it (prints "open_twice: reset").
  * "fin_dead" sends "hello" and its FIN, then puts its QP in the error state and stays (prints
  * "quiet", waits to be killed): a peer whose host died after it shut its write side.
  * "late_rtu" brings its own QP up (not the id's, so librdmacm sends no RTU) and never sends the
@@ -81,6 +90,8 @@ static struct ibv_qp *qp;
 static int late_rtu;	/* "late_rtu": our own QP, no RTU sent */
 static struct ibv_mr *mr;
 static char *ring;
+static struct ibv_mr *rmr;	/* reuse cases: the receives' buffer (ACCEPT's hello lands there) */
+static char *rbuf;
 static uint64_t peer_addr;
 static uint32_t peer_rkey, peer_size;
 
@@ -132,7 +143,13 @@ static int no_repost;	/* "stall_recv": drain_cq() does not replace the receives 
 static void post_recvs(int n)
 {
 	struct ibv_recv_wr wr = { .wr_id = 1 }, *bad;
+	struct ibv_sge sge;
 
+	if (rmr) {
+		sge = (struct ibv_sge){ .addr = (uintptr_t)rbuf, .length = 64, .lkey = rmr->lkey };
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+	}
 	while (n--)
 		if (ibv_post_recv(qp, &wr, &bad))
 			die("post_recv");
@@ -223,6 +240,11 @@ static void resources(void)
 	mr = ibv_reg_mr(pd, ring, RING, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!pd || !cq || !mr)
 		die("resources");
+	if (rbuf) {
+		rmr = ibv_reg_mr(pd, rbuf, 64, IBV_ACCESS_LOCAL_WRITE);
+		if (!rmr)
+			die("resources");
+	}
 	if (late_rtu) {		/* not the id's: librdmacm leaves its states and the RTU to us */
 		qp = ibv_create_qp(pd, &qa);
 		if (!qp)
@@ -301,6 +323,133 @@ static void hello_valid(struct rs_hello *h)
 	h->ring_addr = htobe64((uintptr_t)ring);
 	h->ring_rkey = htobe32(mr->rkey);
 	h->ring_size = htobe32(RING);
+}
+
+/*
+ * Wait up to @ms for a message from the kernel: returns its immediate (in *@len its payload's
+ * length), or 0 when the kernel dropped us (a DISCONNECTED, a failed WR) or nothing came.  A
+ * KEEPALIVE (its orphan's probe, or what retires its last unsignaled WR) and a CONSUMED say
+ * nothing here: skipped.
+ */
+static uint32_t next_msg(int ms, uint32_t *len)
+{
+	struct rdma_cm_event *ev;
+	struct ibv_wc wc;
+
+	for (int t = 0; t < ms; t++) {
+		while (ibv_poll_cq(cq, 1, &wc) > 0) {
+			if (wc.status != IBV_WC_SUCCESS)
+				return 0;
+			if (!(wc.opcode & IBV_WC_RECV))
+				continue;
+			post_recvs(1);
+			*len = wc.byte_len;
+			if (be32toh(wc.imm_data) == rs_imm(RS_IMM_CTRL, RS_CTRL_KEEPALIVE) ||
+			    rs_imm_type(be32toh(wc.imm_data)) == RS_IMM_CONSUMED)
+				continue;
+			return be32toh(wc.imm_data);
+		}
+		if (!rdma_get_cm_event(ch, &ev)) {
+			int gone = ev->event == RDMA_CM_EVENT_DISCONNECTED;
+
+			rdma_ack_cm_event(ev);
+			if (gone)
+				return 0;
+		}
+		usleep(1000);
+	}
+	return 0;
+}
+
+/*
+ * The reuse cases (the kernel's park_ms set): see the top of this file.  "hello" and our FIN on a
+ * valid connection, the kernel's FIN (its side closed), then OPEN on the same QP.
+ */
+static int reuse(const char *c)
+{
+	struct { struct rs_hello h; struct rs_hello_resume r; } e;
+	uint32_t imm, len = sizeof(e.h), old_rkey = peer_rkey;
+	int valid = !strcmp(c, "reuse_valid") || !strcmp(c, "reuse_old_rkey");
+
+	if (strcmp(c, "open_early")) {
+		memcpy(ring, "hello", 5);
+		post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
+		post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, RS_CTRL_FIN), 0, 0);
+		do
+			imm = next_msg(10000, &len);
+		while (imm && imm != rs_imm(RS_IMM_CTRL, RS_CTRL_FIN));
+		if (!imm) {
+			printf("%s: no FIN from the kernel\n", c);
+			return 3;
+		}
+	}
+	memset(&e, 0, sizeof(e));
+	hello_valid(&e.h);
+	e.h.ring_size = htobe32(RS_RING_MIN);
+	len = sizeof(e.h);
+	if (!strcmp(c, "open_magic"))
+		e.h.magic = htobe32(0xdeadbeef);
+	if (!strcmp(c, "open_short"))
+		len = 16;
+	if (!strcmp(c, "open_size"))
+		e.h.ring_size = htobe32(12345);
+	if (!strcmp(c, "open_flags"))
+		e.h.flags = 0x80;
+	if (!strcmp(c, "open_conn_id")) {	/* a client never names the connection */
+		e.h.flags = RS_HELLO_F_RESUME;
+		e.h.len = htobe16(sizeof(e));
+		e.r.conn_id = htobe64(42);
+		len = sizeof(e);
+	}
+	if (!strcmp(c, "open_long"))	/* more than any receive buffer of the kernel's */
+		len = 200;
+	memcpy(ring, &e, len < sizeof(e) ? len : sizeof(e));
+	post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, RS_CTRL_OPEN), 0, len);
+	if (!strcmp(c, "open_twice")) {
+		/* The first may be taken (ACCEPT, READY): the second breaks what it opened. */
+		post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, RS_CTRL_OPEN), 0, len);
+		int dropped = kernel_dropped_us(10000);
+
+		printf("%s: %s\n", c, dropped ? "reset" : "NOT reset");
+		return dropped ? 0 : 1;
+	}
+	imm = next_msg(valid ? 10000 : 5000, &len);
+	if (!valid) {
+		/* No ACCEPT, ever: the kernel tears the QP down. */
+		while (imm && imm != rs_imm(RS_IMM_CTRL, RS_CTRL_ACCEPT))
+			imm = next_msg(5000, &len);
+		printf("%s: %s\n", c, imm ? "ACCEPTED" : "refused");
+		return imm ? 1 : 0;
+	}
+	if (imm != rs_imm(RS_IMM_CTRL, RS_CTRL_ACCEPT) || len < sizeof(e.h)) {
+		printf("%s: no ACCEPT (%#x)\n", c, imm);
+		return 1;
+	}
+	memcpy(&e, rbuf, sizeof(e.h));
+	peer_addr = be64toh(e.h.ring_addr);
+	peer_rkey = be32toh(e.h.ring_rkey);
+	peer_size = be32toh(e.h.ring_size);
+	if (peer_rkey == old_rkey || next_msg(5000, &len) != rs_imm(RS_IMM_CTRL, RS_CTRL_READY)) {
+		printf("%s: the same key, or no READY\n", c);
+		return 1;
+	}
+	post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, RS_CTRL_READY), 0, 0);
+	memcpy(ring, "again", 5);
+	if (!strcmp(c, "reuse_old_rkey")) {
+		int recvs = 0, status;
+
+		peer_rkey = old_rkey;
+		post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
+		status = drain_cq(5000, &recvs);
+		printf("%s: %s (status %d)\n", c, status ? "refused" : "NOT refused", status);
+		fflush(stdout);
+		return status ? 0 : 1;
+	}
+	post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
+	printf("%s: accepted\n", c);
+	fflush(stdout);
+	pause();	/* until the test has read "again" and kills us */
+	return 0;
 }
 
 /* The "mutate" case: see the top of this file.  Returns 0 (the kernel side is what is judged). */
@@ -531,6 +680,8 @@ int main(int argc, char **argv)
 		return 2;
 	c = argv[3];
 	no_repost = !strncmp(c, "stall_recv:", 11);
+	if (!strncmp(c, "reuse_", 6) || !strncmp(c, "open_", 5))
+		rbuf = aligned_alloc(64, 64);
 	late_rtu = !strcmp(c, "late_rtu");
 	if (getaddrinfo(argv[1], argv[2], NULL, &ai))
 		die("getaddrinfo");
@@ -545,6 +696,8 @@ int main(int argc, char **argv)
 		h.ring_size = htobe32(12345);
 	if (!strcmp(c, "hello_flags"))
 		h.flags = 0x80;
+	if (rbuf)	/* a ring at the first size the kernel's own start with: one it parks */
+		h.ring_size = htobe32(RS_RING_MIN);
 	param.private_data = &h;
 	param.private_data_len = !strcmp(c, "hello_short") ? 8 : sizeof(h);
 	param.qp_num = qp->qp_num;
@@ -603,6 +756,8 @@ int main(int argc, char **argv)
 
 	if (no_repost)
 		return stall_recv(atoi(c + 11));
+	if (rbuf)
+		return reuse(c);
 	if (!strcmp(c, "mutate"))
 		return mutate();
 	if (!strcmp(c, "fin_dead")) {	/* "hello", FIN, then a dead QP and no disconnect */
@@ -652,8 +807,8 @@ int main(int argc, char **argv)
 		post_resize(12345, 16, 1);
 	else if (!strcmp(c, "resize_twice"))
 		post_resize(2 * RING, 16, 2);
-	else if (!strcmp(c, "resize_long"))
-		post_resize(2 * RING, 32, 1);
+	else if (!strcmp(c, "resize_long"))	/* past the 56-byte buffer (OPEN's and ACCEPT's) */
+		post_resize(2 * RING, 64, 1);
 	else if (!strcmp(c, "disconnect")) {
 		post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
 		drain_cq(100, &recvs);

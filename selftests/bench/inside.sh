@@ -88,6 +88,10 @@ for ((r = 1; r <= rounds; r++)); do
 	for c in tcp rdma; do
 		$b connrate $c 100 >> "$j"
 	done
+	# Reused connections (park.c, #22): each connection rides the QP the one before parked.
+	param park_ms 1000
+	RS_BENCH_TAG=-reuse $b connrate rdma 100 >> "$j"
+	param park_ms 0
 done
 echo "bench: 1000 concurrent connections"
 for c in tcp rdma; do
