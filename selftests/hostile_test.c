@@ -608,21 +608,29 @@ TEST_F_TIMEOUT(once, rdma_port_held_by_another_listener, 120)
 	close(fd);
 }
 
-/* hostile_peer --client @mode (saying @want), accepted over RDMA, its "hello" read: the socket. */
-static int accept_hello(struct __test_metadata *_metadata, FIXTURE_DATA(once) *self,
-			const char *mode, const char *want, pid_t *pid)
+/* The next connection on @lfd, accepted over RDMA, its first 5 bytes @first (unless NULL). */
+static int accept_rdma(struct __test_metadata *_metadata, int lfd, const char *first)
 {
 	char buf[8];
 	int s;
 
-	ASSERT_EQ(0, spawn_peer(&self->ss, "--client", mode, want, pid));
-	ASSERT_EQ(POLLIN, poll_one(self->lfd, POLLIN, 20000));
-	s = accept(self->lfd, NULL, NULL);
+	ASSERT_EQ(POLLIN, poll_one(lfd, POLLIN, 20000));
+	s = accept(lfd, NULL, NULL);
 	ASSERT_LE(0, s);
 	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
-	ASSERT_EQ(5, recv(s, buf, 5, MSG_WAITALL));
-	ASSERT_EQ(0, memcmp(buf, "hello", 5));
+	if (first) {
+		ASSERT_EQ(5, recv(s, buf, 5, MSG_WAITALL));
+		ASSERT_EQ(0, memcmp(buf, first, 5));
+	}
 	return s;
+}
+
+/* hostile_peer --client @mode (saying @want), accepted over RDMA, its "hello" read: the socket. */
+static int accept_hello(struct __test_metadata *_metadata, FIXTURE_DATA(once) *self,
+			const char *mode, const char *want, pid_t *pid)
+{
+	ASSERT_EQ(0, spawn_peer(&self->ss, "--client", mode, want, pid));
+	return accept_rdma(_metadata, self->lfd, "hello");
 }
 
 struct blocked_writer {
@@ -1155,25 +1163,14 @@ static void reuse_case(struct __test_metadata *_metadata, FIXTURE_DATA(once) *se
 
 	ASSERT_EQ(0, param_swap(&self->param, "/sys/module/rdmasock/parameters/park_ms", "1000"));
 	ASSERT_EQ(0, spawn_peer_out(&self->ss, "--client", what, NULL, &pid, &out));
-	ASSERT_EQ(POLLIN, poll_one(self->lfd, POLLIN, 20000));
-	s = accept(self->lfd, NULL, NULL);
-	ASSERT_LE(0, s);
-	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
-	if (strcmp(what, "open_early")) {
-		ASSERT_EQ(5, recv(s, buf, 5, MSG_WAITALL));
-		ASSERT_EQ(0, memcmp(buf, "hello", 5));
+	s = accept_rdma(_metadata, self->lfd, strcmp(what, "open_early") ? "hello" : NULL);
+	if (strcmp(what, "open_early"))
 		ASSERT_EQ(0, recv(s, buf, 1, 0));
-	}
 	close(s);
 	ASSERT_TRUE(fgets(line, sizeof(line), out) != NULL);
 	EXPECT_STREQ(want, line);
 	if (!strcmp(what, "reuse_valid")) {
-		ASSERT_EQ(POLLIN, poll_one(self->lfd, POLLIN, 10000));
-		s = accept(self->lfd, NULL, NULL);
-		ASSERT_LE(0, s);
-		EXPECT_EQ(RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
-		EXPECT_EQ(5, recv(s, buf, 5, MSG_WAITALL));
-		EXPECT_EQ(0, memcmp(buf, "again", 5));
+		s = accept_rdma(_metadata, self->lfd, "again");
 		EXPECT_LT(reused, rs_counter("connections_reused"));
 		close(s);
 		kill(pid, SIGKILL);
