@@ -1,7 +1,7 @@
 #!/bin/bash
 # Trace connection set-up: where the time from connect() to the first byte goes
 # (docs/performance.md, "Where a connection's set-up goes").  Runs inside the VM:
-#   selftests/vm/run --mem 2048 --out DIR -- selftests/bench/trace-setup.sh [rdma|tcp] [COUNT]
+#   selftests/vm/run --mem 2048 --out DIR -- selftests/bench/trace-setup.sh [rdma|tcp] [COUNT] [PARK_MS]
 # and leaves DIR/trace-setup-CARRIER.txt (ftrace's function tracer on the set-up path's rdmasock,
 # rdma_cm, ib_cm, verbs and rxe functions, the socket system calls, on the monotonic clock) and
 # DIR/setup-phases-CARRIER.txt, each traced function's mean offset from connect() (setup-phases.py).
@@ -9,6 +9,7 @@
 set -eu
 carrier=${1:-rdma}
 count=${2:-30}
+park_ms=${3:-}	# set: the module's park_ms for the run (reused connections), restored after
 here=$(cd "$(dirname "$0")" && pwd)
 b=$here/../../build/selftests/rs_bench
 . "$here/ftrace.sh"
@@ -26,11 +27,21 @@ ftrace_start 16384 'id == 42 || id == 43 || id == 288 || id == 0 || id == 3' sch
 	__ib_alloc_pd ib_dealloc_pd_user __ib_alloc_cq ib_free_cq ib_create_qp_kernel \
 	ib_destroy_qp_user ib_alloc_mr ib_dereg_mr_user ib_modify_qp rxe_create_qp rxe_create_cq \
 	rxe_alloc_mr rxe_destroy_qp rxe_destroy_cq rxe_dereg_mr rxe_modify_qp tcp_v4_connect \
-	tcp_v6_connect inet_csk_accept tcp_rcv_state_process
+	tcp_v6_connect inet_csk_accept tcp_rcv_state_process \
+	rs_park_take rs_park_offer rs_park_hold rs_park_work rs_park_freeze rs_park_move \
+	rs_park_accept rs_park_flush rs_link_move rs_post_rekey rs_post_hello rs_rx_hello \
+	rs_cm_child_new rs_cm_child_queue rs_post_ready rs_client_ready rs_send_fin rs_comm_est \
+	rs_tcp_ensure rs_conn_reset rs_check_addr rs_policy_allows rs_neg_cache_hit rs_wait_connect \
+	rs_connect_established rs_park_settled kernel_getsockname
+p=/sys/module/rdmasock/parameters/park_ms
+saved=$(cat $p)
+[ -z "$park_ms" ] || echo "$park_ms" > $p
 "$b" connrate "$carrier" 20 > /dev/null	# warm up (ARP, neighbour, rdma_cm's caches)
 ftrace_capture "$RDMASOCK_OUT/trace-setup-$carrier.txt" \
 	"$b" connrate "$carrier" "$count" > "$RDMASOCK_OUT/connrate-$carrier.json"
 ftrace_stop
+echo "$saved" > $p
+grep -E '^(connections_reused|connections_rdma|parked) ' /proc/net/rdmasock_stat
 python3 "$here/setup-phases.py" "$RDMASOCK_OUT/trace-setup-$carrier.txt" \
 	> "$RDMASOCK_OUT/setup-phases-$carrier.txt"
 cat "$RDMASOCK_OUT/connrate-$carrier.json" "$RDMASOCK_OUT/setup-phases-$carrier.txt"
