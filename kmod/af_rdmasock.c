@@ -170,6 +170,7 @@ static void rs_connect_work(struct work_struct *work)
 	}
 	/* A parked QP that did not carry it (refused, gone): the CM's exchange, from scratch. */
 	if (test_bit(RS_F_OPENING, &rs->flags)) {
+		rs_reset_abandoned(rs);	/* (the server may have made it of our OPEN) */
 		rs_conn_reset(rs);
 		rs->no_reuse = true;
 		rs->sk.sk_state = TCP_CLOSE;

@@ -47,6 +47,7 @@
  * overtaken once on 6.12 under the suite's load (rxe's work queued behind other connections').
  */
 #define RS_CLOSE_RESET_WAIT	(3 * HZ)
+#define RS_ABANDON_WAIT		(HZ / 50)	/* an abandoned attempt's RESET (one trip) */
 #define RS_ORPHAN_CHECK		(HZ / 4)
 
 static unsigned int rs_max_orphans = 4096;
@@ -80,6 +81,28 @@ void rs_send_fin(struct rs_sock *rs)
 	rs_tx_push(rs);
 }
 
+/*
+ * Under lock_sock: a connect abandoned (closed, shut down, or given up on a reused QP) after our
+ * READY went out, or a reused QP's OPEN, which is our READY too: the server may have made the
+ * connection, and its accept() return it.  It is reset first, as TCP's RST answers a SYN-ACK for
+ * a socket that is gone: the bare disconnect that follows would look to it like a lost path (a
+ * resume waiting for nothing).  Bounded: a RESET not completed by RS_ABANDON_WAIT goes with the
+ * QP, and the disconnect says it.
+ */
+void rs_reset_abandoned(struct rs_sock *rs)
+{
+	int err;
+
+	sock_owned_by_me(&rs->sk);
+	if (rs->parent || !test_bit(RS_F_READY_SENT, &rs->flags) || !rs_rdma_live(rs))
+		return;
+	spin_lock_bh(&rs->lock);
+	err = __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_RESET, true);
+	spin_unlock_bh(&rs->lock);
+	if (!err)
+		wait_event_timeout(rs->close_wait, rs_tx_idle(rs), RS_ABANDON_WAIT);
+}
+
 /* 0, an error, or 1 when a connect in progress was abandoned (the caller unconnects the socket). */
 int rs_shutdown(struct rs_sock *rs, int how)
 {
@@ -100,6 +123,7 @@ int rs_shutdown(struct rs_sock *rs, int how)
 		 * As inet_shutdown() disconnects a TCP socket that is connecting: the attempt is
 		 * abandoned (a blocked connect() returns ECONNRESET), the socket is unconnected.
 		 */
+		rs_reset_abandoned(rs);
 		rs_teardown_rdma(rs, false);
 		if (rs->port_taken)
 			rs_tcp_give_port(rs);
@@ -274,6 +298,8 @@ void rs_release(struct rs_sock *rs)
 		 * As tcp_close() of a connecting socket: the attempt goes, no FIN, no orphan.
 		 * The id of a socket that only bound goes now too: close() frees its port.
 		 */
+		if (sk->sk_state == TCP_SYN_SENT)
+			rs_reset_abandoned(rs);
 		rs_teardown_rdma(rs, false);
 	} else if (rs_rdma_live(rs)) {
 		/* Unread data or SO_LINGER {1, 0}: reset the peer, as TCP sends an RST. */

@@ -7,6 +7,7 @@
 
 int rs_shutdown(struct rs_sock *rs, int how);
 void rs_send_fin(struct rs_sock *rs);
+void rs_reset_abandoned(struct rs_sock *rs);
 void rs_release(struct rs_sock *rs);
 void rs_close_work(struct work_struct *work);
 int rs_orphan_count(void);

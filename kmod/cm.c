@@ -93,7 +93,8 @@ static void rs_cm_client_established(struct rs_sock *rs, struct rdma_cm_event *e
 {
 	int err;
 
-	err = rs_hello_parse(rs, ev->param.conn.private_data, ev->param.conn.private_data_len);
+	err = rs_hello_parse(rs, ev->param.conn.private_data, ev->param.conn.private_data_len,
+			     false);
 	if (err) {
 		rs_connect_done(rs, err, RDMASOCK_REASON_HELLO);
 		return;
@@ -709,8 +710,9 @@ bool rs_backlog_full(struct rs_sock *listener)
 
 /*
  * A child whose REP (or ACCEPT, park.c) may be out joins the listener's pending queue as a
- * SYN_RECV socket, until it has the client's READY (rs_child_established()).  False if it was
- * aborted already: its teardown_work frees it.
+ * SYN_RECV socket, until it has the client's READY (rs_child_established(); a reused QP's child
+ * has it in the OPEN, and is established once its ACCEPT is out).  False if it was aborted
+ * already: its teardown_work frees it.
  */
 bool rs_cm_child_queue(struct rs_sock *child)
 {
@@ -758,7 +760,8 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 	child = rs_child_alloc(listener, id);
 	if (!child)
 		return -ENOMEM;
-	err = rs_hello_parse(child, ev->param.conn.private_data, ev->param.conn.private_data_len);
+	err = rs_hello_parse(child, ev->param.conn.private_data, ev->param.conn.private_data_len,
+			     false);
 	if (err) {
 		err = rs_reject_hello(child, id);
 		goto fail;

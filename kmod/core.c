@@ -102,7 +102,9 @@ void rs_connect_done(struct rs_sock *rs, int result, int reason)
  * it move to the listener's ready queue: a client that fails before (and carries on over TCP,
  * a new connection to the same listener) leaves a child that is reset on pending_q, never one
  * that accept() returns dead.  Either may come second; one of the two callers sees both.  True
- * for the caller that moved it.
+ * for the caller that moved it.  A reused QP's child has both once its ACCEPT is out (park.c):
+ * its client's OPEN was that client's READY, and a client that gives up after its OPEN resets
+ * it (rs_reset_abandoned()), as TCP's after a Fast Open SYN: accept() may return it reset.
  */
 static bool rs_child_established(struct rs_sock *child)
 {
@@ -148,8 +150,8 @@ static bool rs_child_established(struct rs_sock *child)
 }
 
 /*
- * The child's CM ESTABLISHED, its READY posted.  True if it is established now (the client's
- * READY came first): the caller starts its keepalive.
+ * The child's CM ESTABLISHED, its READY posted (a reused QP's: its ACCEPT).  True if it is
+ * established now (the client's READY came first): the caller starts its keepalive.
  */
 bool rs_child_rtu(struct rs_sock *child)
 {
@@ -192,7 +194,7 @@ bool rs_child_unqueue(struct rs_sock *child)
 }
 
 /*
- * A connect() still being set up (before our READY: rs_client_ready()) fails: that is its
+ * A connect() still being set up (its success not recorded: rs_client_ready()) fails: that is its
  * outcome, so connect_work falls back to TCP (or reports it), not a reset.  True if it was one.
  * Once the success is recorded (with our READY), the socket has yet to be made established (by a
  * connect() waiting or connect_work: rs_connect_established(), rdma.c), and the error (the

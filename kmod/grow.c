@@ -313,8 +313,9 @@ int rs_rx_resize(struct rs_sock *rs, u32 byte_len)
 	u32 size;
 	int err = 0;
 
-	/* An offer answers our data, which follows our READY. */
-	if (byte_len != sizeof(r) || !test_bit(RS_F_READY_SENT, &rs->flags))
+	/* An offer answers our data, which follows both READYs (a reused QP's OPEN, ACCEPT). */
+	if (byte_len != sizeof(r) || !test_bit(RS_F_READY_SENT, &rs->flags) ||
+	    !test_bit(RS_F_PEER_READY, &rs->flags))
 		return -EPROTO;
 	ib_dma_sync_single_for_cpu(dev, rs->resize_dma, sizeof(r), DMA_FROM_DEVICE);
 	memcpy(&r, rs->resize_buf, sizeof(r));

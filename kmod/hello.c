@@ -68,8 +68,11 @@ u8 rs_hello_build(struct rs_sock *rs, struct rs_hello_ext *e)
 	return sizeof(*e);
 }
 
-/* Accept a peer's hello only if every field is what version 1 allows. */
-int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len)
+/*
+ * Accept a peer's hello only if every field is what version 1 allows; @reused: it came in OPEN or
+ * ACCEPT (park.c), which must say they are the sender's READY, where the CM's REQ and REP never do.
+ */
+int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len, bool reused)
 {
 	const struct rs_hello_ext *e = data;
 	const struct rs_hello *h = data;
@@ -82,7 +85,8 @@ int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len)
 	if (h->version != RS_PROTO_VERSION ||
 	    be16_to_cpu(h->len) != (resume ? sizeof(*e) : sizeof(*h)) ||
 	    len < be16_to_cpu(h->len) ||
-	    (h->flags & ~RS_HELLO_FLAGS) || h->reserved[0] || h->reserved[1])
+	    (h->flags & ~RS_HELLO_FLAGS) || h->reserved[0] || h->reserved[1] ||
+	    !(h->flags & RS_HELLO_F_READY) != !reused)
 		return -EPROTONOSUPPORT;
 	size = be32_to_cpu(h->ring_size);
 	if (!rs_ring_size_ok(size) || size % PAGE_SIZE)

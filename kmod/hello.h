@@ -12,6 +12,6 @@ struct rs_hello_ext {
 };
 
 u8 rs_hello_build(struct rs_sock *rs, struct rs_hello_ext *e);
-int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len);
+int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len, bool reused);
 
 #endif /* RDMASOCK_HELLO_H */

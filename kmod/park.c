@@ -4,8 +4,9 @@
  * closed in order at both ends is kept (parked) by both, and carries the next connection from the
  * same client host to the same listener: no address and route resolution, no CM exchange, no new
  * verbs objects.  The client's OPEN and the server's ACCEPT carry the hellos the REQ and the REP
- * would; READY both ways follows, as after the CM's exchange.  A QP carries one connection at a
- * time, and its ring takes a new key at each (the previous connection's dies with it).
+ * would, and each is its sender's READY: two messages, where the CM's exchange takes five.  A QP
+ * carries one connection at a time, and its ring takes a new key at each (the previous
+ * connection's dies with it).
  *
  *   rs_park_offer()  close_work, once the socket is closed: park its QP if it could be reused.
  *   rs_park_hold()   close_work: a parked QP stays until park_ms, or its OPEN is taken (server).
@@ -49,7 +50,7 @@ MODULE_PARM_DESC(max_parked, "parked QPs at most, clients and servers together")
 #define RS_PARK_PER_DEST	4	/* a client's parked QPs to one destination */
 #define RS_PARK_MAX		4096	/* parked QPs of all namespaces (as max_orphans) */
 #define RS_PARK_SETTLE		(HZ / 50)	/* a taken QP's last FIN completes within this */
-#define RS_PARK_OPEN_WAIT	(HZ / 4)	/* ACCEPT and READY in this, or a fresh set-up */
+#define RS_PARK_OPEN_WAIT	(HZ / 4)	/* ACCEPT in this, or a fresh set-up */
 
 enum rs_park_state { RS_PARK_NONE, RS_PARK_PARKED, RS_PARK_TAKEN, RS_PARK_GIVEN, RS_PARK_DONE };
 
@@ -105,7 +106,7 @@ static bool rs_park_candidate(struct rs_sock *rs)
 		return false;
 	if (!(f & BIT(RS_F_FIN_SENT)) || !(f & BIT(RS_F_RDMA_UP)) ||
 	    (f & (BIT(RS_F_CLOSE_RESET) | BIT(RS_F_ABORTED) | BIT(RS_F_DISCONNECTED) |
-		  BIT(RS_F_DYING) | BIT(RS_F_RESUMING) | BIT(RS_F_RESUMED) |
+		  BIT(RS_F_DYING) | BIT(RS_F_OPEN_VOID) | BIT(RS_F_RESUMING) | BIT(RS_F_RESUMED) |
 		  BIT(RS_F_RX_GROWING) | BIT(RS_F_RX_SWITCHED) | BIT(RS_F_TX_RESIZE) |
 		  BIT(RS_F_SQ_FENCE))))
 		return false;
@@ -227,7 +228,8 @@ static bool rs_park_settled(struct rs_sock *rs)
 static bool rs_park_dead(struct rs_sock *rs)
 {
 	return test_bit(RS_F_ABORTED, &rs->flags) || test_bit(RS_F_DISCONNECTED, &rs->flags) ||
-	       test_bit(RS_F_DYING, &rs->flags) || !rs->link;
+	       test_bit(RS_F_DYING, &rs->flags) || test_bit(RS_F_OPEN_VOID, &rs->flags) ||
+	       !rs->link;
 }
 
 /*
@@ -330,29 +332,43 @@ static int rs_park_move(struct rs_sock *from, struct rs_sock *to)
 	return 0;
 }
 
-/* The new connection's ring key, then its hello (@code: OPEN or ACCEPT). */
+/*
+ * The new connection's ring key, then its hello (@code: OPEN or ACCEPT), which is our READY too:
+ * the ring is the peer's to write into once the hello is out (the key is in order before it).
+ */
 static int rs_park_hello(struct rs_sock *rs, u32 code)
 {
 	struct rs_hello_ext hello;
+	u8 len;
 	int err;
 
 	err = rs_post_rekey(rs, &rs->rx);
-	if (!err)
-		err = rs_post_hello(rs, code, &hello, rs_hello_build(rs, &hello));
+	if (!err) {
+		len = rs_hello_build(rs, &hello);
+		hello.h.flags |= RS_HELLO_F_READY;
+		/* Before the post: the peer's first WRITE may complete here before it returns. */
+		set_bit(RS_F_READY_SENT, &rs->flags);
+		err = rs_post_hello(rs, code, &hello, len);
+		if (err)
+			clear_bit(RS_F_READY_SENT, &rs->flags);
+	}
 	memzero_explicit(&hello, sizeof(hello));
 	return err;
 }
 
 /*
  * Server, close_work: the client's OPEN on a parked QP.  A child of the listener that accepted
- * the QP's last connection takes it, and answers ACCEPT and READY; the client's READY then queues
- * it for accept(), as after the CM's exchange.  Refused (the listener stopped or is full, the
- * hello is wrong, no memory): the QP is torn down, which the client takes as a refusal.
+ * the QP's last connection takes it, answers ACCEPT and is established at once: OPEN and ACCEPT
+ * are each end's READY too, so no third message is waited for (the QP is up and reaches only
+ * the host whose connection it carried; a client that gives up after its OPEN resets what
+ * accept() returned, as TCP's after a Fast Open SYN).  Refused (the listener stopped or is full,
+ * the hello is wrong, no memory): the QP is torn down, which the client takes as a refusal.
  */
 static void rs_park_accept(struct rs_sock *o)
 {
 	struct rs_sock *listener = o->parent;
 	struct rs_sock *child;
+	bool withdrawn;
 	int err;
 
 	if (READ_ONCE(listener->sk.sk_state) != TCP_LISTEN || rs_backlog_full(listener) ||
@@ -362,17 +378,25 @@ static void rs_park_accept(struct rs_sock *o)
 	if (!child)
 		return;
 	lock_sock(&child->sk);
-	/* As a child at its ESTABLISHED (no one else sees it yet): the client is there. */
+	/*
+	 * As a child at its ESTABLISHED (no one else sees it yet): the client is there, and its
+	 * OPEN was its READY (its ring has its new key).
+	 */
 	child->flags = BIT(RS_F_CM_EST) | BIT(RS_F_HEARD) | BIT(RS_F_COMM_EST) |
-		       BIT(RS_F_CM_SETTLED);
+		       BIT(RS_F_CM_SETTLED) | BIT(RS_F_PEER_READY);
 	child->mode = RDMASOCK_MODE_RDMA;
 	lock_sock_nested(&o->sk, SINGLE_DEPTH_NESTING);
 	smp_rmb();	/* the bit (rs_park_hold()) before the hello: rx.c */
-	err = rs_hello_parse(child, o->open_buf, o->open_len);
+	err = rs_hello_parse(child, o->open_buf, o->open_len, true);
 	if (!err && o->tx.size > child->peer_ring_size)
 		err = -EPROTO;
 	if (!err)
 		err = rs_park_freeze(o) ? -ENOENT : rs_park_move(o, child);
+	/*
+	 * Withdrawn (a RESET after the OPEN) before the QP was the child's: it goes with it.
+	 * After, completions find the child (rs_link_move(), under the CQ's lock): it is reset.
+	 */
+	withdrawn = !err && test_bit(RS_F_OPEN_VOID, &o->flags);
 	release_sock(&o->sk);
 	if (err) {
 		if (err != -ENOENT)
@@ -381,14 +405,15 @@ static void rs_park_accept(struct rs_sock *o)
 		sock_put(&child->sk);
 		return;
 	}
-	if (!rs_cm_child_queue(child)) {
+	if (withdrawn)
+		rs_abort(child, -ECONNRESET);
+	if (withdrawn || !rs_cm_child_queue(child)) {
 		release_sock(&child->sk);
 		sock_put(&child->sk);
 		return;
 	}
+	/* ACCEPT, our READY too: the child is established at once, as TCP's after a Fast Open. */
 	err = rs_park_hello(child, RS_CTRL_ACCEPT);
-	if (!err)
-		err = rs_post_ready(child);
 	if (err) {
 		rs_abort(child, -ECONNRESET);
 	} else {
@@ -444,7 +469,9 @@ bool rs_park_hold(struct rs_sock *rs, bool idle)
 /*
  * Client, connect() under lock_sock, on an unbound socket: carry the connection to @addr on a
  * parked QP, if there is one.  0: the attempt is under way (its outcome comes as for the CM's:
- * rs_client_ready() after ACCEPT and the server's READY); else none was made and nothing changed.
+ * rs_client_ready() at ACCEPT, the server's READY too); else none was made and nothing changed.
+ * Given up on after the OPEN went out, it is reset (rs_reset_abandoned()): the server may have
+ * made the connection already.
  */
 int rs_park_take(struct rs_sock *rs, struct sockaddr *addr, int len)
 {

@@ -43,7 +43,13 @@ struct rs_hello {
  * answer to a client's.
  */
 #define RS_HELLO_F_RESUME	0x02
-#define RS_HELLO_FLAGS		(RS_HELLO_F_GROW | RS_HELLO_F_RESUME)
+/*
+ * Set in the hellos of OPEN and ACCEPT, and only there: this message is the sender's READY too
+ * (its ring has its new key), and no READY follows.  Required there: a peer that would send one
+ * (an earlier version) is refused, and the connection is set up afresh.
+ */
+#define RS_HELLO_F_READY	0x04
+#define RS_HELLO_FLAGS		(RS_HELLO_F_GROW | RS_HELLO_F_RESUME | RS_HELLO_F_READY)
 
 /*
  * After the hello when RS_HELLO_F_RESUME is set.  Each end sends half of the connection's resume
@@ -100,7 +106,8 @@ enum rs_ctrl {
 	 * carried in order and kept it.  OPEN (client) starts the next connection on it, ACCEPT
 	 * (server) takes it; each carries the sender's hello (struct rs_hello, with its resume
 	 * extension when RS_HELLO_F_RESUME is set) as its payload, as the CM's REQ and REP do.
-	 * READY both ways follows, as after the CM's exchange.
+	 * Each is also its sender's READY (its ring has its new key): no READY follows, and one
+	 * on a reused QP is a violation.
 	 */
 	RS_CTRL_OPEN = 8,
 	RS_CTRL_ACCEPT = 9,

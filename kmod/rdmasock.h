@@ -86,7 +86,7 @@ struct rs_link {
 };
 
 enum rs_flag {
-	RS_F_PEER_READY,	/* peer's READY seen: its ring may be written */
+	RS_F_PEER_READY,	/* peer's READY (OPEN, ACCEPT) seen: its ring may be written */
 	RS_F_PEER_FIN,		/* peer sent FIN */
 	RS_F_FIN_SENT,
 	RS_F_RDMA_UP,		/* QP resources exist */
@@ -110,7 +110,7 @@ enum rs_flag {
 	RS_F_ANNOUNCE_DUE,	/* a CONSUMED found the SQ full: the next completion sends it */
 	RS_F_WANT_DUE,		/* WANT_CONSUMED found the SQ full: the next completion sends it */
 	RS_F_PENDING,		/* child on the listener's pending_q (the listener's lock) */
-	RS_F_READY_SENT,	/* our READY is posted: the peer may write into our ring */
+	RS_F_READY_SENT,	/* our READY (OPEN, ACCEPT) is posted: the peer may write to us */
 	RS_F_DEV_GONE,		/* DEVICE_REMOVAL while process context held the id (cm.c) */
 	RS_F_SWITCH_WAIT,	/* a SWITCH found the SQ full: retried after a completion */
 	RS_F_PUSH_DUE,		/* staged bytes found the SQ full: the next completion pushes */
@@ -129,9 +129,10 @@ enum rs_flag {
 	RS_F_NOTIFIED,		/* child: rdma_notify() moved the CM to ESTABLISHED (wr.c) */
 	RS_F_CM_SETTLED,	/* child: the CM's ESTABLISHED came: its REP is cancelled */
 	RS_F_HEARD,		/* child: a message of the client's came (rs_comm_est()) */
-	RS_F_RTU,		/* child: ESTABLISHED handled, READY posted (core.c) */
-	RS_F_OPENING,		/* client: OPEN sent on a reused QP, ACCEPT awaited (park.c) */
+	RS_F_RTU,		/* child: ESTABLISHED handled, READY (ACCEPT) posted (core.c) */
+	RS_F_OPENING,		/* client on a reused QP (park.c): no READY, ACCEPT until CM_EST */
 	RS_F_OPEN_RCVD,		/* server: the client's OPEN is in open_buf (park.c) */
+	RS_F_OPEN_VOID,		/* server: a RESET after that OPEN: its client gave up on it */
 	RS_F_MOVING,		/* parked: its QP moves to another socket, it posts nothing more */
 	RS_F_NR			/* (rs->flags is one unsigned long) */
 };

@@ -115,8 +115,8 @@ static int rs_rx_data(struct rs_sock *rs, u32 len)
 
 	spin_lock(&rs->lock);
 	/*
-	 * The peer's READY precedes its first WRITE on this QP, and it may write only after ours:
-	 * DATA before either is a lie.
+	 * The peer's READY (a reused QP's OPEN or ACCEPT) precedes its first WRITE on this QP, and
+	 * it may write only after ours: DATA before either is a lie.
 	 */
 	if (!len || len > rs_rx_room(rs) || !rs->rx.buf || test_bit(RS_F_PEER_FIN, &rs->flags) ||
 	    !test_bit(RS_F_PEER_READY, &rs->flags) || !test_bit(RS_F_READY_SENT, &rs->flags))
@@ -167,7 +167,8 @@ static int rs_rx_ctrl(struct rs_sock *rs, u32 code)
 		return rs_rx_urg(rs, code & RS_URG_POS_MASK);
 	switch (code) {
 	case RS_CTRL_READY:
-		if (test_bit(RS_F_PEER_READY, &rs->flags))
+		/* Twice, or on a reused QP, where OPEN and ACCEPT were the READYs (park.c). */
+		if (test_bit(RS_F_PEER_READY, &rs->flags) || test_bit(RS_F_OPENING, &rs->flags))
 			return -EPROTO;
 		if (rs_peer_ready(rs))
 			rs_keepalive_update(rs);	/* a child, established now */
@@ -186,6 +187,16 @@ static int rs_rx_ctrl(struct rs_sock *rs, u32 code)
 		wake_up_all(&rs->close_wait);	/* a connect() waiting for a parked QP (park.c) */
 		return 0;
 	case RS_CTRL_RESET:
+		/*
+		 * After an OPEN on the QP of a connection over at both ends: its client gave up on
+		 * that OPEN (rs_reset_abandoned()).  The connection here was whole: the QP goes
+		 * (park.c), the socket stays as it was.  Taken already, the RESET finds the child.
+		 */
+		if (test_bit(RS_F_OPEN_RCVD, &rs->flags)) {
+			set_bit(RS_F_OPEN_VOID, &rs->flags);
+			rs_park_signal(rs);
+			return 0;
+		}
 		rs_abort(rs, -ECONNRESET);
 		return 0;
 	case RS_CTRL_KEEPALIVE:
@@ -205,7 +216,7 @@ static int rs_rx_ctrl(struct rs_sock *rs, u32 code)
  * softirq: a hello on a reused QP (park.c).  OPEN: the client starts its next connection on the QP
  * of one that closed in order at both ends; the server's park.c takes it in process context (the
  * socket may still be open: it waits for close()).  ACCEPT: the server's answer to our OPEN, its
- * hello as the REP's; the connect goes on as after the CM's ESTABLISHED (READY both ways).
+ * hello as the REP's, and its READY: the connect succeeds (our OPEN was our READY).
  */
 static int rs_rx_hello(struct rs_sock *rs, u32 code, u32 len)
 {
@@ -233,11 +244,16 @@ static int rs_rx_hello(struct rs_sock *rs, u32 code, u32 len)
 	}
 	if (rs->parent || !test_bit(RS_F_OPENING, &rs->flags) || test_bit(RS_F_CM_EST, &rs->flags))
 		return -EPROTO;
-	err = rs_hello_parse(rs, buf, len);
+	err = rs_hello_parse(rs, buf, len, true);
 	/* Our staging ring, made for the ring this QP's server had: never larger than its ring. */
 	if (err || rs->tx.size > rs->peer_ring_size)
 		return -EPROTO;
 	set_bit(RS_F_CM_EST, &rs->flags);
+	/* ACCEPT is the server's READY, unless the connect failed meanwhile: no data then. */
+	spin_lock(&rs->lock);
+	if (!test_bit(RS_F_CM_DONE, &rs->flags))
+		set_bit(RS_F_PEER_READY, &rs->flags);
+	spin_unlock(&rs->lock);
 	rs_client_ready(rs);
 	return 0;
 }

@@ -756,7 +756,8 @@ int rs_post_ready(struct rs_sock *rs)
 /*
  * A client's handshake ends once it has both its CM ESTABLISHED (rings registered, RS_F_CM_EST)
  * and the server's READY, in either order: its own READY goes out then, TCP's ACK (the server's
- * accept() waits for it: core.c), and the connect succeeded.  Decided under rs->lock with the
+ * accept() waits for it: core.c), and the connect succeeded.  On a reused QP the server's ACCEPT
+ * is both, and our OPEN was our READY (park.c).  Decided under rs->lock with the
  * connect's outcome, so at most once, and never after a timeout or a failure was recorded: a
  * client that carries on over TCP sent no READY, so no child of the server's is established
  * for it.  A READY that cannot be posted fails the connect (a fallback).
@@ -774,7 +775,8 @@ void rs_client_ready(struct rs_sock *rs)
 		spin_unlock_bh(&rs->lock);
 		return;
 	}
-	err = __rs_post_ready(rs);
+	/* A reused QP's OPEN was our READY (park.c). */
+	err = test_bit(RS_F_READY_SENT, &rs->flags) ? 0 : __rs_post_ready(rs);
 	__rs_connect_record(rs, err, RDMASOCK_REASON_RESOURCE);
 	spin_unlock_bh(&rs->lock);
 	/* A connect() waiting finishes it at once (rdma.c); connect_work does, if none waits. */

@@ -22,13 +22,17 @@
  * device: DMA addresses are kernel virtual addresses) a kernel pointer.
  * "valid" behaves: sends "hello" and expects it echoed.
  * Reuse (the kernel's park_ms set; kmod/park.c): "hello", our FIN, the kernel's FIN, then OPEN on
- * the same QP.  "reuse_valid": a valid OPEN; the kernel's ACCEPT (a new key) and READY must come;
- * our READY and "again" go (prints "reuse_valid: accepted", waits to be killed).
+ * the same QP.  "reuse_valid": a valid OPEN (our READY too); the kernel's ACCEPT (a new key, its
+ * READY too) must come, and "again" goes at once (prints "reuse_valid: accepted"); then the
+ * kernel's FIN must come, and no READY before it (prints "reuse_valid: FIN", waits to be killed).
+ * "reuse_ready": the same, but a READY after ACCEPT, which the kernel must take as a violation
+ * (prints "reuse_ready: reset").
  * "reuse_old_rkey": the same, but "again" goes with the previous connection's key: the kernel's
  * HCA must refuse it (prints "reuse_old_rkey: refused (status N)").  An OPEN the kernel must
  * refuse (tear the QP down, never ACCEPT; prints "CASE: refused"): open_magic, open_short,
  * open_size, open_flags, open_conn_id (a client naming the connection), open_long (longer than
- * any receive buffer), open_early (before any FIN).  "open_twice": a valid OPEN twice; the kernel
+ * any receive buffer), open_early (before any FIN), open_noready (without RS_HELLO_F_READY, as an
+ * earlier version's).  "open_twice": a valid OPEN twice; the kernel
  * may take the first, and the second resets it (prints "open_twice: reset").
  * "fin_dead" sends "hello" and its FIN, then puts its QP in the error state and stays (prints
  * "quiet", waits to be killed): a peer whose host died after it shut its write side.
@@ -369,7 +373,8 @@ static int reuse(const char *c)
 {
 	struct { struct rs_hello h; struct rs_hello_resume r; } e;
 	uint32_t imm, len = sizeof(e.h), old_rkey = peer_rkey;
-	int valid = !strcmp(c, "reuse_valid") || !strcmp(c, "reuse_old_rkey");
+	int valid = !strcmp(c, "reuse_valid") || !strcmp(c, "reuse_old_rkey") ||
+		    !strcmp(c, "reuse_ready");
 
 	if (strcmp(c, "open_early")) {
 		memcpy(ring, "hello", 5);
@@ -386,6 +391,8 @@ static int reuse(const char *c)
 	memset(&e, 0, sizeof(e));
 	hello_valid(&e.h);
 	e.h.ring_size = htobe32(RS_RING_MIN);
+	if (strcmp(c, "open_noready"))	/* as an earlier version's, which would send READY */
+		e.h.flags = RS_HELLO_F_READY;
 	len = sizeof(e.h);
 	if (!strcmp(c, "open_magic"))
 		e.h.magic = htobe32(0xdeadbeef);
@@ -394,9 +401,9 @@ static int reuse(const char *c)
 	if (!strcmp(c, "open_size"))
 		e.h.ring_size = htobe32(12345);
 	if (!strcmp(c, "open_flags"))
-		e.h.flags = 0x80;
+		e.h.flags |= 0x80;
 	if (!strcmp(c, "open_conn_id")) {	/* a client never names the connection */
-		e.h.flags = RS_HELLO_F_RESUME;
+		e.h.flags |= RS_HELLO_F_RESUME;
 		e.h.len = htobe16(sizeof(e));
 		e.r.conn_id = htobe64(42);
 		len = sizeof(e);
@@ -406,7 +413,7 @@ static int reuse(const char *c)
 	memcpy(ring, &e, len < sizeof(e) ? len : sizeof(e));
 	post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, RS_CTRL_OPEN), 0, len);
 	if (!strcmp(c, "open_twice")) {
-		/* The first may be taken (ACCEPT, READY): the second breaks what it opened. */
+		/* The first may be taken (ACCEPT): the second breaks what it opened. */
 		post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, RS_CTRL_OPEN), 0, len);
 		int dropped = kernel_dropped_us(10000);
 
@@ -429,11 +436,17 @@ static int reuse(const char *c)
 	peer_addr = be64toh(e.h.ring_addr);
 	peer_rkey = be32toh(e.h.ring_rkey);
 	peer_size = be32toh(e.h.ring_size);
-	if (peer_rkey == old_rkey || next_msg(5000, &len) != rs_imm(RS_IMM_CTRL, RS_CTRL_READY)) {
-		printf("%s: the same key, or no READY\n", c);
+	if (peer_rkey == old_rkey || !(e.h.flags & RS_HELLO_F_READY)) {
+		printf("%s: the same key, or not a READY\n", c);
 		return 1;
 	}
-	post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, RS_CTRL_READY), 0, 0);
+	if (!strcmp(c, "reuse_ready")) {	/* ACCEPT and OPEN were the READYs */
+		post(IBV_WR_SEND_WITH_IMM, rs_imm(RS_IMM_CTRL, RS_CTRL_READY), 0, 0);
+		int dropped = kernel_dropped_us(10000);
+
+		printf("%s: %s\n", c, dropped ? "reset" : "NOT reset");
+		return dropped ? 0 : 1;
+	}
 	memcpy(ring, "again", 5);
 	if (!strcmp(c, "reuse_old_rkey")) {
 		int recvs = 0, status;
@@ -448,7 +461,12 @@ static int reuse(const char *c)
 	post(IBV_WR_RDMA_WRITE_WITH_IMM, 5, peer_addr, 5);
 	printf("%s: accepted\n", c);
 	fflush(stdout);
-	pause();	/* until the test has read "again" and kills us */
+	/* The test reads "again" and closes: its FIN, and no READY (ACCEPT was it). */
+	imm = next_msg(10000, &len);
+	printf("%s: %s\n", c, imm == rs_imm(RS_IMM_CTRL, RS_CTRL_FIN) ? "FIN" :
+	       imm == rs_imm(RS_IMM_CTRL, RS_CTRL_READY) ? "READY after ACCEPT" : "no FIN");
+	fflush(stdout);
+	pause();	/* until the test kills us */
 	return 0;
 }
 

@@ -1148,9 +1148,10 @@ TEST_F_TIMEOUT(once, listener_stop_races_failing_children, 600)
 /*
  * Reuse (park_ms set, kmod/park.c): hostile_peer's connection closes in order (its "hello" read
  * here, our close), then it sends OPEN on the same QP (hostile_peer.c says each case).  @want:
- * what it says it saw.  A valid OPEN gets a child carrying its next bytes; one that lies, comes
- * twice or comes early gets nothing, the QP torn down; the previous connection's key writes
- * nothing once the QP carries the next one.
+ * what it says it saw.  A valid OPEN gets a child carrying its next bytes, and no READY follows
+ * its ACCEPT; one that lies, comes twice or comes early gets nothing, the QP torn down (or a
+ * child that is reset: a second OPEN, a READY after ACCEPT); the previous connection's key
+ * writes nothing once the QP carries the next one.
  */
 static void reuse_case(struct __test_metadata *_metadata, FIXTURE_DATA(once) *self,
 		       const char *what, const char *want)
@@ -1173,6 +1174,9 @@ static void reuse_case(struct __test_metadata *_metadata, FIXTURE_DATA(once) *se
 		s = accept_rdma(_metadata, self->lfd, "again");
 		EXPECT_LT(reused, rs_counter("connections_reused"));
 		close(s);
+		/* Our FIN, and no READY before it: ACCEPT was our READY. */
+		ASSERT_TRUE(fgets(line, sizeof(line), out) != NULL);
+		EXPECT_STREQ("reuse_valid: FIN\n", line);
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 	} else {
@@ -1187,7 +1191,8 @@ static void reuse_case(struct __test_metadata *_metadata, FIXTURE_DATA(once) *se
 			close(s);
 		}
 		/* (open_twice: the first may be taken, and then reset by the second) */
-		if (strcmp(what, "reuse_old_rkey") && strcmp(what, "open_twice"))
+		if (strcmp(what, "reuse_old_rkey") && strcmp(what, "open_twice") &&
+		    strcmp(what, "reuse_ready"))
 			EXPECT_EQ(reused, rs_counter("connections_reused"));
 	}
 	fclose(out);
@@ -1203,11 +1208,17 @@ TEST_F_TIMEOUT(once, reuse_previous_key_writes_nothing, 90)
 	reuse_case(_metadata, self, "reuse_old_rkey", "reuse_old_rkey: refused (status 10)\n");
 }
 
+/* OPEN and ACCEPT were the READYs: a READY on the reused QP is a violation, the child reset. */
+TEST_F_TIMEOUT(once, reuse_ready_after_accept_resets, 90)
+{
+	reuse_case(_metadata, self, "reuse_ready", "reuse_ready: reset\n");
+}
+
 TEST_F_TIMEOUT(once, reuse_lying_opens_are_refused, 300)
 {
 	static const char *const cases[] = {
 		"open_magic", "open_short", "open_size", "open_flags", "open_conn_id", "open_long",
-		"open_twice", "open_early",
+		"open_twice", "open_early", "open_noready",
 	};
 	char want[64];
 

@@ -2,7 +2,7 @@
 /*
  * Reused connections (#22, kmod/park.c): with park_ms set, a connection that closed in order at
  * both ends leaves its QP parked at both, and the next connection from an unbound client socket to
- * the same listener rides it (OPEN, ACCEPT, READY both ways) instead of the CM's exchange.  Each
+ * the same listener rides it (OPEN, ACCEPT: each its sender's READY) instead of the CM's exchange.  Each
  * test runs on TCP too, the oracle: the same bytes, EOFs and errors.  Over rdmasock it also checks
  * that the reused connection is on the same RC QP as the one before (RDMASOCK_INFO's QP numbers),
  * that both ends counted it (connections_reused), and that the client kept its port.
@@ -213,6 +213,55 @@ TEST_F_TIMEOUT(reuse, bound_client_makes_its_own, 120)
 	}
 	close(s);
 	close(c);
+}
+
+/*
+ * The server shut its side but keeps its socket open (both FINs done): the client end parked its
+ * QP, and the next connect()'s OPEN waits for the server's close, which does not come; the client
+ * gives up on it (after 250 ms), resets the OPEN and makes a fresh connection.  As over TCP: the
+ * new connection is whole, the old socket sees no error, and accept() gets nothing more.
+ */
+TEST_F_TIMEOUT(reuse, server_slow_to_close_keeps_its_socket, 120)
+{
+	int c1, s1, c2, s2, err = -1;
+	socklen_t elen = sizeof(err);
+
+	/* Earlier tests' parked QPs gone (park_ms): the one parked below is c1's. */
+	for (int i = 0; is_rdma(variant->carrier) && i < 500 && rs_counter("parked") > 0; i++)
+		poll_one(self->lfd, POLLIN, 10);
+	c1 = carrier_socket(variant->carrier, variant->af, SOCK_STREAM);
+	ASSERT_LE(0, c1);
+	ASSERT_EQ(0, connect(c1, (struct sockaddr *)&self->ss, self->len));
+	s1 = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s1);
+	ASSERT_EQ(0, write_pattern(c1, XFER, 5));
+	ASSERT_EQ(0, shutdown(c1, SHUT_WR));
+	ASSERT_EQ(0, read_to_eof(s1, XFER, 5));
+	ASSERT_EQ(0, write_pattern(s1, XFER, 6));
+	ASSERT_EQ(0, shutdown(s1, SHUT_WR));
+	ASSERT_EQ(0, read_to_eof(c1, XFER, 6));
+	ASSERT_EQ(0, close(c1));
+	/* rdmasock: until the client end is parked (its close_work), so that c2 takes it. */
+	for (int i = 0; is_rdma(variant->carrier) && i < 200 && rs_counter("parked") < 1; i++)
+		poll_one(self->lfd, POLLIN, 10);
+	if (is_rdma(variant->carrier))
+		ASSERT_LE(1, rs_counter("parked"));
+	c2 = carrier_socket(variant->carrier, variant->af, SOCK_STREAM);
+	ASSERT_LE(0, c2);
+	ASSERT_EQ(0, connect(c2, (struct sockaddr *)&self->ss, self->len)) TH_LOG("errno %d", errno);
+	s2 = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s2);
+	EXPECT_TRUE(carried_as_expected(variant->carrier, c2));
+	EXPECT_EQ(0, write_pattern(c2, XFER, 7));
+	EXPECT_EQ(0, shutdown(c2, SHUT_WR));
+	EXPECT_EQ(0, read_to_eof(s2, XFER, 7));
+	EXPECT_EQ(0, getsockopt(s1, SOL_SOCKET, SO_ERROR, &err, &elen));
+	EXPECT_EQ(0, err);
+	EXPECT_EQ(0, poll_one(s1, POLLIN, 0) & POLLERR);
+	EXPECT_EQ(0, poll_one(self->lfd, POLLIN, 300) & POLLIN);
+	close(s1);
+	close(s2);
+	close(c2);
 }
 
 #define THREADS 4

@@ -16,7 +16,7 @@ load() {	# connections close asynchronously: wait until the module can go
 		sleep 0.1
 	done
 	! lsmod | grep -q '^rdmasock ' || { echo "ab: rdmasock stays in use" >&2; exit 1; }
-	insmod "$1" || exit 1
+	insmod "$1" ${AB_PARAMS:-} || exit 1	# AB_PARAMS: module parameters for both, park_ms=1000 say
 }
 
 for ((r = 1; r <= rounds; r++)); do
