@@ -38,7 +38,7 @@
 #include "stats.h"
 #include "wr.h"
 
-static unsigned int rs_park_ms;
+static unsigned int rs_park_ms = 1000;
 module_param_named(park_ms, rs_park_ms, uint, 0644);
 MODULE_PARM_DESC(park_ms,
 		 "a connection closed in order keeps its QP this long for the next one to the same listener (0: no reuse)");
