@@ -756,6 +756,11 @@ static int rs_shutdown_op(struct socket *sock, int how)
 	if ((how & ~SHUTDOWN_MASK) || !how)
 		return -EINVAL;
 	lock_sock(&rs->sk);
+	/* As inet_shutdown(): a connect that succeeded meanwhile is a connection, shut as one. */
+	rs_connect_established(rs);
+	if (sock->state == SS_CONNECTING && (rs->sk.sk_state == TCP_ESTABLISHED ||
+					     rs->sk.sk_state == TCP_CLOSE_WAIT))
+		sock->state = SS_CONNECTED;
 	err = rs_carrier(rs)->shutdown(rs, how);
 	if (err > 0) {		/* the connect in progress was abandoned */
 		sock->state = SS_UNCONNECTED;
@@ -1001,6 +1006,13 @@ static int rs_release_op(struct socket *sock)
 	/* inet_release()'s: cgroup BPF saw this socket's creation in inet_create(). */
 	if (rs_inet_family(rs_sk(sk)) && !sk->sk_kern_sock)
 		BPF_CGROUP_RUN_PROG_INET_SOCK_RELEASE(sk);
+	/*
+	 * A connect whose success is recorded (its waiter or connect_work not run yet) is a
+	 * connection: it closes as one, with a FIN, as TCP's would once ESTABLISHED.
+	 */
+	lock_sock(sk);
+	rs_connect_established(rs_sk(sk));
+	release_sock(sk);
 	rs_release(rs_sk(sk));
 	sock->sk = NULL;
 	return 0;

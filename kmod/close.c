@@ -47,7 +47,7 @@
  * overtaken once on 6.12 under the suite's load (rxe's work queued behind other connections').
  */
 #define RS_CLOSE_RESET_WAIT	(3 * HZ)
-#define RS_ABANDON_WAIT		(HZ / 50)	/* an abandoned attempt's RESET (one trip) */
+#define RS_ABANDON_WAIT		msecs_to_jiffies(20)	/* an abandoned attempt's RESET */
 #define RS_ORPHAN_CHECK		(HZ / 4)
 
 static unsigned int rs_max_orphans = 4096;
@@ -94,10 +94,12 @@ void rs_reset_abandoned(struct rs_sock *rs)
 	int err;
 
 	sock_owned_by_me(&rs->sk);
-	if (rs->parent || !test_bit(RS_F_READY_SENT, &rs->flags) || !rs_rdma_live(rs))
+	if (rs->parent || !rs_rdma_live(rs))
 		return;
 	spin_lock_bh(&rs->lock);
-	err = __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_RESET, true);
+	/* (Under the lock: a READY whose post failed clears it again there.) */
+	err = test_bit(RS_F_READY_SENT, &rs->flags) ?
+	      __rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_RESET, true) : -ENOTCONN;
 	spin_unlock_bh(&rs->lock);
 	if (!err)
 		wait_event_timeout(rs->close_wait, rs_tx_idle(rs), RS_ABANDON_WAIT);

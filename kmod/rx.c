@@ -286,6 +286,13 @@ void rs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	if (test_bit(RS_F_ABORTED, &rs->flags))
 		return;
+	/*
+	 * A reused QP's attempt that failed already (ACCEPT too late): what the server sent after
+	 * its ACCEPT is for a connection we gave up on and reset (rs_reset_abandoned()): no lie.
+	 */
+	if (test_bit(RS_F_OPENING, &rs->flags) && test_bit(RS_F_CM_DONE, &rs->flags) &&
+	    READ_ONCE(rs->cm_result))
+		return;
 	rs_peer_alive(rs);
 	rs_count(sock_net(&rs->sk), RS_CNT_COMPLETIONS);
 	/*
