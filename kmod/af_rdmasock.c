@@ -1206,9 +1206,12 @@ static int __init rs_init(void)
 	err = rs_stats_init();
 	if (err)
 		goto out_wq;
-	err = rs_proc_init();
+	err = rs_park_module_init();
 	if (err)
 		goto out_stats;
+	err = rs_proc_init();
+	if (err)
+		goto out_park;
 	err = rs_resume_init();
 	if (err)
 		goto out_proc_only;
@@ -1243,6 +1246,8 @@ out_proc:
 	rs_resume_exit();
 out_proc_only:
 	rs_proc_exit();
+out_park:
+	rs_park_module_exit();
 out_stats:
 	rs_stats_exit();
 out_wq:
@@ -1262,6 +1267,7 @@ static void __exit rs_exit(void)
 	rs_neg_cache_exit();
 	proto_unregister(&rs_proto);
 	rs_proc_exit();
+	rs_park_module_exit();	/* (after rs_wq: close_work takes parked QPs off its tables) */
 	rs_stats_exit();
 }
 

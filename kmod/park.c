@@ -12,8 +12,8 @@
  *   rs_park_hold()   close_work: a parked QP stays until park_ms, or its OPEN is taken (server).
  *   rs_park_take()   connect() (client): a parked QP to the destination carries the connection.
  *
- * A parked QP stays with its closed socket, an orphan whose close_work runs on, listed in
- * rs_parked.  park_state, under rs_park_lock, says who may act on it:
+ * A parked QP stays with its closed socket, an orphan whose close_work runs on, listed in its
+ * namespace's table by peer host.  park_state, under rs_park_lock, says who may act on it:
  *   NONE    not parked (never, or not any more): close_work frees it once it is done.
  *   PARKED  listed; close_work keeps it until park_deadline, or takes its OPEN (a server's).
  *   TAKEN   a connect() took it off the list and moves its QP: close_work leaves it alone.
@@ -24,8 +24,11 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/hashtable.h>
+#include <linux/jhash.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <net/netns/generic.h>
 #include <net/tcp_states.h>
 #include "rdmasock.h"
 #include "cm.h"
@@ -54,8 +57,16 @@ MODULE_PARM_DESC(max_parked, "parked QPs at most, clients and servers together")
 
 enum rs_park_state { RS_PARK_NONE, RS_PARK_PARKED, RS_PARK_TAKEN, RS_PARK_GIVEN, RS_PARK_DONE };
 
-static LIST_HEAD(rs_parked);
-static DEFINE_SPINLOCK(rs_park_lock);
+#define RS_PARK_HASH_BITS	6
+
+/* A namespace's parked QPs, by peer host (a connect() and a close look at one bucket). */
+struct rs_park_net {
+	DECLARE_HASHTABLE(by_host, RS_PARK_HASH_BITS);
+	unsigned int n;
+};
+
+static unsigned int rs_park_net_id __read_mostly;
+static DEFINE_SPINLOCK(rs_park_lock);	/* every table, park_state */
 static unsigned int rs_nparked;
 
 /*
@@ -75,7 +86,7 @@ static void rs_park_work(struct work_struct *work)
 
 void rs_park_init(struct rs_sock *rs)
 {
-	INIT_LIST_HEAD(&rs->park_node);
+	INIT_HLIST_NODE(&rs->park_node);
 	INIT_WORK(&rs->park_work, rs_park_work);
 }
 
@@ -103,6 +114,9 @@ static bool rs_park_candidate(struct rs_sock *rs)
 	sock_owned_by_me(&rs->sk);
 	if (!READ_ONCE(rs_park_ms) || rs->mode != RDMASOCK_MODE_RDMA || !rs->link || !rs->cm_id ||
 	    rs->link->max_inline < RS_CTRL_PAYLOAD_MAX)
+		return false;
+	/* A kernel socket does not hold its namespace, which a parked QP's table is in. */
+	if (!rs->sk.sk_net_refcnt)
 		return false;
 	if (!(f & BIT(RS_F_FIN_SENT)) || !(f & BIT(RS_F_RDMA_UP)) ||
 	    (f & (BIT(RS_F_CLOSE_RESET) | BIT(RS_F_ABORTED) | BIT(RS_F_DISCONNECTED) |
@@ -133,42 +147,58 @@ static bool rs_park_same_host(const struct sockaddr_storage *a, const struct soc
 	return rs_addr_equal((struct sockaddr *)&x, (struct sockaddr *)&y);
 }
 
+/* The bucket of a peer host (its address, and an IPv6 address's scope; never the port). */
+static struct hlist_head *rs_park_bucket(struct net *net, const struct sockaddr *a)
+{
+	struct rs_park_net *pn = net_generic(net, rs_park_net_id);
+	const struct sockaddr_in6 *a6 = (const void *)a;
+	u32 h;
+
+	if (a->sa_family == AF_INET6)
+		h = jhash(&a6->sin6_addr, sizeof(a6->sin6_addr), a6->sin6_scope_id);
+	else
+		h = jhash_1word((__force u32)((const struct sockaddr_in *)a)->sin_addr.s_addr, 0);
+	return &pn->by_host[hash_min(h, RS_PARK_HASH_BITS)];
+}
+
 /*
  * May @rs park?  At most max_parked in its namespace, and RS_PARK_PER_DEST for one peer: a
  * client's to one destination, a server's (one listener's) from one client host.  rs_park_lock.
  */
 static bool rs_park_room(struct rs_sock *rs)
 {
-	unsigned int in_net = 0, same = 0;
+	struct net *net = sock_net(&rs->sk);
+	struct rs_park_net *pn = net_generic(net, rs_park_net_id);
+	struct sockaddr *peer = (struct sockaddr *)&rs->peer_addr;
+	unsigned int same = 0;
 	struct rs_sock *o;
 
 	lockdep_assert_held(&rs_park_lock);
-	list_for_each_entry(o, &rs_parked, park_node) {
-		if (!net_eq(sock_net(&o->sk), sock_net(&rs->sk)))
-			continue;
-		in_net++;
+	if (pn->n >= READ_ONCE(rs_max_parked) || rs_nparked >= RS_PARK_MAX)
+		return false;
+	hlist_for_each_entry(o, rs_park_bucket(net, peer), park_node) {
 		if (o->parent != rs->parent)
 			continue;
 		if (rs->parent ? rs_park_same_host(&o->peer_addr, &rs->peer_addr) :
-				 rs_addr_equal((struct sockaddr *)&o->peer_addr,
-					       (struct sockaddr *)&rs->peer_addr))
+				 rs_addr_equal((struct sockaddr *)&o->peer_addr, peer))
 			same++;
 	}
-	return in_net < READ_ONCE(rs_max_parked) && same < RS_PARK_PER_DEST &&
-	       rs_nparked < RS_PARK_MAX;
+	return same < RS_PARK_PER_DEST;
 }
 
 /*
  * The QP is idle only once every WR completed, and an unsignaled one (a CONSUMED after our FIN)
- * completes only with a later signaled one: send a signaled KEEPALIVE behind it, once (the peer
- * takes it as any probe).
+ * completes only with a later signaled one: send a signaled KEEPALIVE behind the last WR if it
+ * was unsignaled, once (the peer takes it as any probe).
  */
 static void rs_park_flush(struct rs_sock *rs)
 {
 	bool due;
 
+	/* (Not when the last WR is signaled: its completion covers those before it.) */
 	spin_lock_bh(&rs->lock);
-	due = rs->sq_posted != rs->sq_done && (s32)(rs->sq_done - rs->orphan_probe_end) >= 0;
+	due = rs->sq_posted != rs->sq_done && rs->sq_signaled != rs->sq_posted &&
+	      (s32)(rs->sq_done - rs->orphan_probe_end) >= 0;
 	spin_unlock_bh(&rs->lock);
 	if (due && !rs_send_ctrl(rs, RS_IMM_CTRL, RS_CTRL_KEEPALIVE, true)) {
 		spin_lock_bh(&rs->lock);
@@ -192,9 +222,13 @@ void rs_park_offer(struct rs_sock *rs)
 		return;
 	spin_lock_bh(&rs_park_lock);
 	if (rs->park_state == RS_PARK_NONE && rs_park_room(rs)) {
+		struct net *net = sock_net(&rs->sk);
+
 		WRITE_ONCE(rs->park_state, RS_PARK_PARKED);
 		rs->park_deadline = jiffies + msecs_to_jiffies(READ_ONCE(rs_park_ms));
-		list_add_tail(&rs->park_node, &rs_parked);
+		hlist_add_head(&rs->park_node,
+			       rs_park_bucket(net, (struct sockaddr *)&rs->peer_addr));
+		((struct rs_park_net *)net_generic(net, rs_park_net_id))->n++;
 		rs_nparked++;
 	}
 	spin_unlock_bh(&rs_park_lock);
@@ -204,25 +238,35 @@ void rs_park_offer(struct rs_sock *rs)
 /* Off the list; rs_park_lock held. */
 static void rs_park_unlist(struct rs_sock *rs, enum rs_park_state state)
 {
+	struct rs_park_net *pn = net_generic(sock_net(&rs->sk), rs_park_net_id);
+
 	lockdep_assert_held(&rs_park_lock);
-	list_del_init(&rs->park_node);
+	hlist_del_init(&rs->park_node);
+	pn->n--;
 	rs_nparked--;
 	WRITE_ONCE(rs->park_state, state);
 }
 
 /*
- * Is the connection on the QP over at both ends, and everything of ours on the wire done?  A hint
- * for waiting: rs_park_freeze() decides, under rs->lock.
+ * Is the connection on the QP over at both ends, and everything of ours on the wire done: every
+ * WR completed, nothing staged or unread, the peer's FIN in?  rs->lock.
  */
+static bool rs_park_idle(struct rs_sock *rs)
+{
+	lockdep_assert_held(&rs->lock);
+	return rs->sq_posted == rs->sq_done && rs->tx_staged == rs->tx_prod &&
+	       rs->rx_cons == rs->rx_prod && test_bit(RS_F_PEER_FIN, &rs->flags);
+}
+
+/* The same, as a hint for waiting: rs_park_freeze() decides. */
 static bool rs_park_settled(struct rs_sock *rs)
 {
 	bool done;
 
 	spin_lock_bh(&rs->lock);
-	done = rs->sq_posted == rs->sq_done && rs->tx_staged == rs->tx_prod &&
-	       rs->rx_cons == rs->rx_prod;
+	done = rs_park_idle(rs);
 	spin_unlock_bh(&rs->lock);
-	return done && test_bit(RS_F_PEER_FIN, &rs->flags);
+	return done;
 }
 
 static bool rs_park_dead(struct rs_sock *rs)
@@ -234,9 +278,9 @@ static bool rs_park_dead(struct rs_sock *rs)
 
 /*
  * The parked socket posts nothing more (RS_F_MOVING: __rs_post() refuses), decided under rs->lock
- * with what must hold for its QP to move: every WR completed, nothing staged or unread, the peer's
- * FIN in, and nothing of a ring switch (a grow_work queued before the close may have run since it
- * was parked).  0; -EAGAIN: not yet; -ENOENT: never (it goes).
+ * with what must hold for its QP to move: idle (rs_park_idle()), and nothing of a ring switch (a
+ * grow_work queued before the close may have run since it was parked).  0; -EAGAIN: not yet;
+ * -ENOENT: never (it goes).
  */
 static int rs_park_freeze(struct rs_sock *rs)
 {
@@ -249,13 +293,57 @@ static int rs_park_freeze(struct rs_sock *rs)
 	spin_lock_bh(&rs->lock);
 	if ((rs->flags & busy) || rs->rx_next.mr || rs->tx_old.mr || rs->tx_next.mr)
 		err = -ENOENT;
-	else if (rs->sq_posted != rs->sq_done || rs->tx_staged != rs->tx_prod ||
-		 rs->rx_cons != rs->rx_prod || !test_bit(RS_F_PEER_FIN, &rs->flags))
+	else if (!rs_park_idle(rs))
 		err = -EAGAIN;
 	else
 		set_bit(RS_F_MOVING, &rs->flags);
 	spin_unlock_bh(&rs->lock);
 	return err;
+}
+
+/* What the QP's completions use, @from's, lent to @to before they can find it (or taken back). */
+static void rs_park_lend(struct rs_sock *from, struct rs_sock *to, bool lend)
+{
+	if (lend) {
+		to->pd = from->pd;
+		to->rx = from->rx;
+		to->tx = from->tx;
+		to->resize_buf = from->resize_buf;
+		to->resize_dma = from->resize_dma;
+		set_bit(RS_F_RDMA_UP, &to->flags);
+		return;
+	}
+	clear_bit(RS_F_RDMA_UP, &to->flags);
+	to->pd = NULL;
+	memset(&to->rx, 0, sizeof(to->rx));
+	memset(&to->tx, 0, sizeof(to->tx));
+	to->resize_buf = NULL;
+}
+
+/* The QP is @to's: the rest of what carried the connection goes with it, and @from keeps none. */
+static void rs_park_hand_over(struct rs_sock *from, struct rs_sock *to)
+{
+	to->pd_pinned = from->pd_pinned;
+	to->port_num = from->port_num;
+	to->remote_qpn = from->remote_qpn;
+	to->path_mtu = from->path_mtu;
+	memcpy(&to->local_addr, &from->local_addr, sizeof(to->local_addr));
+	memcpy(&to->peer_addr, &from->peer_addr, sizeof(to->peer_addr));
+	to->peer_addr_len = from->peer_addr_len;
+	from->pd = NULL;
+	from->pd_pinned = false;
+	memset(&from->rx, 0, sizeof(from->rx));
+	memset(&from->tx, 0, sizeof(from->tx));
+	from->resize_buf = NULL;
+	/* The id's port, which the client keeps: its holder in TCP's space goes with the id. */
+	if (from->port_holder) {
+		to->port_holder = from->port_holder;
+		from->port_holder = NULL;
+	} else if (!from->parent && from->tcp) {
+		to->port_holder = rs_tcp_unhook(from);
+	}
+	clear_bit(RS_F_RDMA_UP, &from->flags);
+	rs_dev_detach(from);
 }
 
 /*
@@ -278,21 +366,12 @@ static int rs_park_move(struct rs_sock *from, struct rs_sock *to)
 		sock_put(&from->sk);
 		lost = true;
 	}
-	to->pd = from->pd;
-	to->rx = from->rx;
-	to->tx = from->tx;
-	to->resize_buf = from->resize_buf;
-	to->resize_dma = from->resize_dma;
-	set_bit(RS_F_RDMA_UP, &to->flags);
+	rs_park_lend(from, to, true);
 	/* rdma_cm reads the handler's context under this lock for each event. */
 	rdma_lock_handler(id);
 	if (lost || rs_park_dead(from)) {
 		rdma_unlock_handler(id);
-		clear_bit(RS_F_RDMA_UP, &to->flags);
-		to->pd = NULL;
-		memset(&to->rx, 0, sizeof(to->rx));
-		memset(&to->tx, 0, sizeof(to->tx));
-		to->resize_buf = NULL;
+		rs_park_lend(from, to, false);
 		rs_dev_detach(to);
 		return -ENOENT;
 	}
@@ -308,27 +387,7 @@ static int rs_park_move(struct rs_sock *from, struct rs_sock *to)
 		if (!queue_work(rs_wq, &to->qp_err_work))
 			sock_put(&to->sk);
 	}
-	to->pd_pinned = from->pd_pinned;
-	to->port_num = from->port_num;
-	to->remote_qpn = from->remote_qpn;
-	to->path_mtu = from->path_mtu;
-	memcpy(&to->local_addr, &from->local_addr, sizeof(to->local_addr));
-	memcpy(&to->peer_addr, &from->peer_addr, sizeof(to->peer_addr));
-	to->peer_addr_len = from->peer_addr_len;
-	from->pd = NULL;
-	from->pd_pinned = false;
-	memset(&from->rx, 0, sizeof(from->rx));
-	memset(&from->tx, 0, sizeof(from->tx));
-	from->resize_buf = NULL;
-	/* The id's port, which the client keeps: its holder in TCP's space goes with the id. */
-	if (from->port_holder) {
-		to->port_holder = from->port_holder;
-		from->port_holder = NULL;
-	} else if (!from->parent && from->tcp) {
-		to->port_holder = rs_tcp_unhook(from);
-	}
-	clear_bit(RS_F_RDMA_UP, &from->flags);
-	rs_dev_detach(from);
+	rs_park_hand_over(from, to);
 	return 0;
 }
 
@@ -467,6 +526,65 @@ bool rs_park_hold(struct rs_sock *rs, bool idle)
 }
 
 /*
+ * A parked client QP to @addr that @rs may take (the same user and memory cgroup: its rings stay
+ * charged where they were), taken off the table (TAKEN); or NULL.
+ */
+static struct rs_sock *rs_park_find(struct rs_sock *rs, const struct sockaddr *addr)
+{
+	struct net *net = sock_net(&rs->sk);
+	struct rs_sock *e;
+
+	spin_lock_bh(&rs_park_lock);
+	hlist_for_each_entry(e, rs_park_bucket(net, addr), park_node) {
+		if (!e->parent && e->park_state == RS_PARK_PARKED &&
+		    e->sk.sk_family == rs->sk.sk_family && net_eq(sock_net(&e->sk), net) &&
+		    uid_eq(e->sk.sk_uid, rs->sk.sk_uid) && e->sk.sk_memcg == rs->sk.sk_memcg &&
+		    rs_addr_equal((struct sockaddr *)&e->peer_addr, addr)) {
+			rs_park_unlist(e, RS_PARK_TAKEN);
+			spin_unlock_bh(&rs_park_lock);
+			return e;
+		}
+	}
+	spin_unlock_bh(&rs_park_lock);
+	return NULL;
+}
+
+/*
+ * @rs (connect(), locked) takes @o's QP (TAKEN), as rs_cm_connect() starts an attempt: the QP's
+ * completions may find @rs from the move.  Either way @o is GIVEN back to its close_work, which
+ * frees what is left of it (all, if nothing moved).  0, or -ENOENT: nothing moved.
+ */
+static int rs_park_claim(struct rs_sock *rs, struct rs_sock *o)
+{
+	int err;
+
+	rs_park_flush(o);
+	/*
+	 * Its last FIN's completion is a round trip away when the close was just now (and the
+	 * server's FIN, when the client closed first).  Not settled by then, it goes: a connect()
+	 * waits for one parked QP once, at most.
+	 */
+	wait_event_timeout(o->close_wait, rs_park_settled(o) || rs_park_dead(o), RS_PARK_SETTLE);
+	rs->flags = BIT(RS_F_OPENING);
+	rs->reason = RDMASOCK_REASON_NONE;
+	WRITE_ONCE(rs->sk.sk_shutdown, 0);
+	rs->cm_result = 0;
+	rs->sk.sk_state = TCP_SYN_SENT;
+	lock_sock_nested(&o->sk, SINGLE_DEPTH_NESTING);
+	err = rs_park_freeze(o) ? -ENOENT : rs_park_move(o, rs);
+	release_sock(&o->sk);
+	spin_lock_bh(&rs_park_lock);
+	WRITE_ONCE(o->park_state, RS_PARK_GIVEN);
+	mod_delayed_work(rs_wq, &o->close_work, 0);
+	spin_unlock_bh(&rs_park_lock);
+	if (err) {
+		rs->flags = 0;
+		rs->sk.sk_state = TCP_CLOSE;
+	}
+	return err;
+}
+
+/*
  * Client, connect() under lock_sock, on an unbound socket: carry the connection to @addr on a
  * parked QP, if there is one.  0: the attempt is under way (its outcome comes as for the CM's:
  * rs_client_ready() at ACCEPT, the server's READY too); else none was made and nothing changed.
@@ -476,7 +594,7 @@ bool rs_park_hold(struct rs_sock *rs, bool idle)
 int rs_park_take(struct rs_sock *rs, struct sockaddr *addr, int len)
 {
 	struct sockaddr_storage src;
-	struct rs_sock *o = NULL, *e;
+	struct rs_sock *o;
 	int err;
 
 	sock_owned_by_me(&rs->sk);
@@ -486,48 +604,9 @@ int rs_park_take(struct rs_sock *rs, struct sockaddr *addr, int len)
 	    kernel_getsockname(rs->tcp, (struct sockaddr *)&src) < 0 ||
 	    !rs_addr_any((struct sockaddr *)&src))
 		return -ENOENT;
-	spin_lock_bh(&rs_park_lock);
-	list_for_each_entry(e, &rs_parked, park_node) {
-		/* (The same user and memory cgroup: its rings stay charged where they were.) */
-		if (!e->parent && e->park_state == RS_PARK_PARKED &&
-		    e->sk.sk_family == rs->sk.sk_family &&
-		    net_eq(sock_net(&e->sk), sock_net(&rs->sk)) &&
-		    uid_eq(e->sk.sk_uid, rs->sk.sk_uid) && e->sk.sk_memcg == rs->sk.sk_memcg &&
-		    rs_addr_equal((struct sockaddr *)&e->peer_addr, addr)) {
-			o = e;
-			rs_park_unlist(o, RS_PARK_TAKEN);
-			break;
-		}
-	}
-	spin_unlock_bh(&rs_park_lock);
-	if (!o)
+	o = rs_park_find(rs, addr);
+	if (!o || rs_park_claim(rs, o))
 		return -ENOENT;
-	rs_park_flush(o);
-	/*
-	 * Its last FIN's completion is a round trip away when the close was just now (and the
-	 * server's FIN, when the client closed first).  Not settled by then, it goes: a connect()
-	 * waits for one parked QP once, at most.
-	 */
-	wait_event_timeout(o->close_wait, rs_park_settled(o) || rs_park_dead(o), RS_PARK_SETTLE);
-	/* As rs_cm_connect() starts an attempt; the QP's completions may find it from the move. */
-	rs->flags = BIT(RS_F_OPENING);
-	rs->reason = RDMASOCK_REASON_NONE;
-	WRITE_ONCE(rs->sk.sk_shutdown, 0);
-	rs->cm_result = 0;
-	rs->sk.sk_state = TCP_SYN_SENT;
-	lock_sock_nested(&o->sk, SINGLE_DEPTH_NESTING);
-	err = rs_park_freeze(o) ? -ENOENT : rs_park_move(o, rs);
-	release_sock(&o->sk);
-	/* close_work frees what is left of it (all, if nothing moved). */
-	spin_lock_bh(&rs_park_lock);
-	WRITE_ONCE(o->park_state, RS_PARK_GIVEN);
-	mod_delayed_work(rs_wq, &o->close_work, 0);
-	spin_unlock_bh(&rs_park_lock);
-	if (err) {
-		rs->flags = 0;
-		rs->sk.sk_state = TCP_CLOSE;
-		return -ENOENT;
-	}
 	memcpy(&rs->peer_addr, addr, min_t(int, len, sizeof(rs->peer_addr)));
 	rs->peer_addr_len = len;
 	/* Bounded apart from the CM's: a server that does not answer costs a fresh set-up. */
@@ -541,8 +620,38 @@ int rs_park_take(struct rs_sock *rs, struct sockaddr *addr, int len)
 	return 0;
 }
 
-/* Parked QPs now (/proc/net/rdmasock_stat). */
-unsigned int rs_park_count(void)
+/*
+ * Parked QPs now (/proc/net/rdmasock_stat): of @net, or of all namespaces (NULL).  A namespace
+ * that goes has none: only user sockets park, and they hold it until they are freed.
+ */
+unsigned int rs_park_count(struct net *net)
 {
-	return READ_ONCE(rs_nparked);
+	if (!net)
+		return READ_ONCE(rs_nparked);
+	return READ_ONCE(((struct rs_park_net *)net_generic(net, rs_park_net_id))->n);
+}
+
+static int __net_init rs_park_net_init(struct net *net)
+{
+	struct rs_park_net *pn = net_generic(net, rs_park_net_id);
+
+	hash_init(pn->by_host);
+	pn->n = 0;
+	return 0;
+}
+
+static struct pernet_operations rs_park_net_ops = {
+	.init = rs_park_net_init,
+	.id = &rs_park_net_id,
+	.size = sizeof(struct rs_park_net),
+};
+
+int rs_park_module_init(void)
+{
+	return register_pernet_subsys(&rs_park_net_ops);
+}
+
+void rs_park_module_exit(void)
+{
+	unregister_pernet_subsys(&rs_park_net_ops);
 }

@@ -105,8 +105,8 @@ static int rs_stat_show(struct seq_file *seq, void *v)
 		   rs_ring_pinned_pages());
 	/* And closed connections still delivering their last bytes, within max_orphans. */
 	seq_printf(seq, "orphans %d %d\n", rs_orphan_count(), rs_orphan_count());
-	/* And QPs kept for the next connection to their listener, within max_parked. */
-	seq_printf(seq, "parked %u %u\n", rs_park_count(), rs_park_count());
+	/* And QPs kept for the next connection to their listener: max_parked in each namespace. */
+	seq_printf(seq, "parked %u %u\n", rs_park_count(net), rs_park_count(NULL));
 	return 0;
 }
 

@@ -254,6 +254,7 @@ struct rs_sock {
 		u64 tx_acked;		/* bytes the peer says it consumed */
 		u32 sq_posted;		/* WRs posted */
 		u32 sq_done;		/* WRs known complete */
+		u32 sq_signaled;	/* sq_posted after the last signaled WR */
 		u32 sq_slot;		/* next txc entry: posts mod RS_SQ_DEPTH, counted apart */
 		u32 tx_marker;		/* seq of the signaled WRITE autocork waits for */
 	);
@@ -330,7 +331,7 @@ struct rs_sock {
 	bool no_reuse;				/* this connect() must not take a parked QP */
 	u8 open_len;				/* server: the OPEN's hello, its length */
 	u8 open_buf[RS_CTRL_PAYLOAD_MAX];
-	struct list_head park_node;		/* on rs_parked (park.c) */
+	struct hlist_node park_node;		/* in its namespace's parked QPs (park.c) */
 	unsigned long park_deadline;		/* jiffies: parked until then */
 	struct work_struct park_work;		/* the OPEN of a parked QP came (rx.c) */
 	struct socket *port_holder;		/* a reused id's port in TCP's space (park.c) */

@@ -577,6 +577,8 @@ int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl,
 		return err;
 	}
 	rs->sq_posted++;
+	if (wr->send_flags & IB_SEND_SIGNALED)
+		rs->sq_signaled = rs->sq_posted;
 	if (++rs->sq_slot == RS_SQ_DEPTH)
 		rs->sq_slot = 0;
 	rs->bytes_sent += bytes;
