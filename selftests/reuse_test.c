@@ -9,6 +9,8 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
+#include <sys/wait.h>
 #include "lib.h"
 #include "kselftest_harness.h"
 
@@ -347,6 +349,65 @@ TEST_F_TIMEOUT(reuse, concurrent_clients_race_for_parked_qps, 600)
 	EXPECT_EQ(0, srv.failed);
 	if (is_rdma(variant->carrier))
 		EXPECT_LT(before, rs_counter("connections_reused"));
+}
+
+/* The "parked" gauge of /proc/net/rdmasock_stat: this namespace's (first column) or all (second). */
+static long long parked_gauge(bool all)
+{
+	FILE *f = fopen("/proc/net/rdmasock_stat", "r");
+	long long netns, global, found = -1;
+	char line[256];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "parked %lld %lld", &netns, &global) == 2)
+			found = all ? global : netns;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * A fresh network namespace sees none of this one's parked QPs: its own count is 0, while all
+ * namespaces' is not (park.c's table is per namespace; TCP has nothing to compare).  Exit codes: 0 as expected, 2 if this namespace's parked QPs were gone before the look (park_ms
+ * passed: try again), 1 else.
+ */
+static int parked_in_new_netns(void)
+{
+	long long mine, all;
+
+	if (unshare(CLONE_NEWNET))
+		return 1;
+	mine = parked_gauge(false);
+	all = parked_gauge(true);
+	if (all == 0)
+		return 2;
+	return mine == 0 && all > 0 ? 0 : 1;
+}
+
+TEST_F_TIMEOUT(reuse, parked_qps_stay_in_their_namespace, 120)
+{
+	int status = 2;
+	unsigned int qpn;
+
+	for (int round = 0; round < 3 && status == 2; round++) {
+		pid_t pid;
+
+		ASSERT_LT(0, one_connection(_metadata, self, variant, 11, round % 2, &qpn));
+		for (int i = 0; is_rdma(variant->carrier) && i < 200 && parked_gauge(false) < 1; i++)
+			poll_one(self->lfd, POLLIN, 10);
+		if (!is_rdma(variant->carrier))
+			return;
+		ASSERT_LE(1, parked_gauge(false));
+		EXPECT_LE(parked_gauge(false), parked_gauge(true));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid)
+			_exit(parked_in_new_netns());
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		status = WEXITSTATUS(status);
+	}
+	EXPECT_EQ(0, status);
 }
 
 #include "harness_main.h"
