@@ -275,13 +275,16 @@ static struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int k
 
 /*
  * A listener's child, for a connection request the CM layer took (cm.c): a socket with the
- * listener's options, as a TCP child has, TCP's and its own.
+ * listener's options, as a TCP child has, TCP's and its own.  A kernel listener's child is a
+ * kernel socket too (as sk_clone_lock() makes it): its namespace may be going, and only its
+ * owner's exit closes the listener.
  */
 static struct rs_sock *rs_new_child(struct rs_sock *listener)
 {
 	struct rs_sock *child;
 
-	child = rs_alloc_sock(sock_net(&listener->sk), NULL, 0, listener);
+	child = rs_alloc_sock(sock_net(&listener->sk), NULL, !listener->sk.sk_net_refcnt,
+			      listener);
 	if (!child)
 		return NULL;
 	rs_sol_inherit(child, listener);
@@ -1267,7 +1270,7 @@ static void __exit rs_exit(void)
 	rs_neg_cache_exit();
 	proto_unregister(&rs_proto);
 	rs_proc_exit();
-	rs_park_module_exit();	/* (after rs_wq: close_work takes parked QPs off its tables) */
+	rs_park_module_exit();
 	rs_stats_exit();
 }
 

@@ -14,13 +14,13 @@
  *
  * A parked QP stays with its closed socket, an orphan whose close_work runs on, listed in its
  * namespace's table by peer host.  park_state, under rs_park_lock, says who may act on it:
- *   NONE    not parked (never, or not any more): close_work frees it once it is done.
+ *   NONE    not parked (never): close_work frees it once it is done.
  *   PARKED  listed; close_work keeps it until park_deadline, or takes its OPEN (a server's).
- *   TAKEN   a connect() took it off the list and moves its QP: close_work leaves it alone.
+ *   TAKEN   a connect() took it off the table and moves its QP: close_work leaves it alone.
  *   GIVEN   that connect() is done with it: close_work frees what is left.
- *   DONE    off the list for good: close_work frees it.
+ *   DONE    off the table for good: close_work frees it.
  * Only PARKED and GIVEN are ever kicked (close_work queued at once), under rs_park_lock; the run
- * that frees the socket sets NONE under it first and then cancels any kick still pending.
+ * that frees the socket sets DONE under it first and then cancels any kick still pending.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -28,6 +28,7 @@
 #include <linux/jhash.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/random.h>
 #include <net/netns/generic.h>
 #include <net/tcp_states.h>
 #include "rdmasock.h"
@@ -66,8 +67,14 @@ struct rs_park_net {
 };
 
 static unsigned int rs_park_net_id __read_mostly;
-static DEFINE_SPINLOCK(rs_park_lock);	/* every table, park_state */
+static DEFINE_SPINLOCK(rs_park_lock);	/* every table and count, park_state */
 static unsigned int rs_nparked;
+static u32 rs_park_seed __read_mostly;
+
+static struct rs_park_net *rs_park_net(struct net *net)
+{
+	return net_generic(net, rs_park_net_id);
+}
 
 /*
  * A parked QP's OPEN came (rx.c), or its connection went (the CM's disconnect, an abort):
@@ -147,18 +154,24 @@ static bool rs_park_same_host(const struct sockaddr_storage *a, const struct soc
 	return rs_addr_equal((struct sockaddr *)&x, (struct sockaddr *)&y);
 }
 
-/* The bucket of a peer host (its address, and an IPv6 address's scope; never the port). */
+/*
+ * The bucket of a peer host: its address, and an IPv6 address's scope where the address needs
+ * one (as rs_addr_equal() compares them); never the port.  Seeded: a server's peers choose them.
+ */
 static struct hlist_head *rs_park_bucket(struct net *net, const struct sockaddr *a)
 {
-	struct rs_park_net *pn = net_generic(net, rs_park_net_id);
 	const struct sockaddr_in6 *a6 = (const void *)a;
-	u32 h;
+	u32 h, scope;
 
-	if (a->sa_family == AF_INET6)
-		h = jhash(&a6->sin6_addr, sizeof(a6->sin6_addr), a6->sin6_scope_id);
-	else
-		h = jhash_1word((__force u32)((const struct sockaddr_in *)a)->sin_addr.s_addr, 0);
-	return &pn->by_host[hash_min(h, RS_PARK_HASH_BITS)];
+	if (a->sa_family == AF_INET6) {
+		scope = __ipv6_addr_needs_scope_id(__ipv6_addr_type(&a6->sin6_addr)) ?
+			a6->sin6_scope_id : 0;
+		h = jhash(&a6->sin6_addr, sizeof(a6->sin6_addr), rs_park_seed ^ scope);
+	} else {
+		h = jhash_1word((__force u32)((const struct sockaddr_in *)a)->sin_addr.s_addr,
+				rs_park_seed);
+	}
+	return &rs_park_net(net)->by_host[h & (HASH_SIZE(rs_park_net(net)->by_host) - 1)];
 }
 
 /*
@@ -168,13 +181,12 @@ static struct hlist_head *rs_park_bucket(struct net *net, const struct sockaddr 
 static bool rs_park_room(struct rs_sock *rs)
 {
 	struct net *net = sock_net(&rs->sk);
-	struct rs_park_net *pn = net_generic(net, rs_park_net_id);
 	struct sockaddr *peer = (struct sockaddr *)&rs->peer_addr;
 	unsigned int same = 0;
 	struct rs_sock *o;
 
 	lockdep_assert_held(&rs_park_lock);
-	if (pn->n >= READ_ONCE(rs_max_parked) || rs_nparked >= RS_PARK_MAX)
+	if (rs_park_net(net)->n >= READ_ONCE(rs_max_parked) || rs_nparked >= RS_PARK_MAX)
 		return false;
 	hlist_for_each_entry(o, rs_park_bucket(net, peer), park_node) {
 		if (o->parent != rs->parent)
@@ -228,22 +240,22 @@ void rs_park_offer(struct rs_sock *rs)
 		rs->park_deadline = jiffies + msecs_to_jiffies(READ_ONCE(rs_park_ms));
 		hlist_add_head(&rs->park_node,
 			       rs_park_bucket(net, (struct sockaddr *)&rs->peer_addr));
-		((struct rs_park_net *)net_generic(net, rs_park_net_id))->n++;
-		rs_nparked++;
+		WRITE_ONCE(rs_park_net(net)->n, rs_park_net(net)->n + 1);
+		WRITE_ONCE(rs_nparked, rs_nparked + 1);
 	}
 	spin_unlock_bh(&rs_park_lock);
 	rs_park_flush(rs);
 }
 
-/* Off the list; rs_park_lock held. */
+/* Off the table; rs_park_lock held. */
 static void rs_park_unlist(struct rs_sock *rs, enum rs_park_state state)
 {
-	struct rs_park_net *pn = net_generic(sock_net(&rs->sk), rs_park_net_id);
+	struct rs_park_net *pn = rs_park_net(sock_net(&rs->sk));
 
 	lockdep_assert_held(&rs_park_lock);
 	hlist_del_init(&rs->park_node);
-	pn->n--;
-	rs_nparked--;
+	WRITE_ONCE(pn->n, pn->n - 1);
+	WRITE_ONCE(rs_nparked, rs_nparked - 1);
 	WRITE_ONCE(rs->park_state, state);
 }
 
@@ -301,18 +313,20 @@ static int rs_park_freeze(struct rs_sock *rs)
 	return err;
 }
 
-/* What the QP's completions use, @from's, lent to @to before they can find it (or taken back). */
-static void rs_park_lend(struct rs_sock *from, struct rs_sock *to, bool lend)
+/* What the QP's completions use, @from's, lent to @to before they can find it. */
+static void rs_park_lend(struct rs_sock *from, struct rs_sock *to)
 {
-	if (lend) {
-		to->pd = from->pd;
-		to->rx = from->rx;
-		to->tx = from->tx;
-		to->resize_buf = from->resize_buf;
-		to->resize_dma = from->resize_dma;
-		set_bit(RS_F_RDMA_UP, &to->flags);
-		return;
-	}
+	to->pd = from->pd;
+	to->rx = from->rx;
+	to->tx = from->tx;
+	to->resize_buf = from->resize_buf;
+	to->resize_dma = from->resize_dma;
+	set_bit(RS_F_RDMA_UP, &to->flags);
+}
+
+/* ... and taken back: nothing moved. */
+static void rs_park_unlend(struct rs_sock *to)
+{
 	clear_bit(RS_F_RDMA_UP, &to->flags);
 	to->pd = NULL;
 	memset(&to->rx, 0, sizeof(to->rx));
@@ -366,12 +380,12 @@ static int rs_park_move(struct rs_sock *from, struct rs_sock *to)
 		sock_put(&from->sk);
 		lost = true;
 	}
-	rs_park_lend(from, to, true);
+	rs_park_lend(from, to);
 	/* rdma_cm reads the handler's context under this lock for each event. */
 	rdma_lock_handler(id);
 	if (lost || rs_park_dead(from)) {
 		rdma_unlock_handler(id);
-		rs_park_lend(from, to, false);
+		rs_park_unlend(to);
 		rs_dev_detach(to);
 		return -ENOENT;
 	}
@@ -527,26 +541,26 @@ bool rs_park_hold(struct rs_sock *rs, bool idle)
 
 /*
  * A parked client QP to @addr that @rs may take (the same user and memory cgroup: its rings stay
- * charged where they were), taken off the table (TAKEN); or NULL.
+ * charged where they were), taken off the table (TAKEN); or NULL.  The oldest (a bucket's last):
+ * the likeliest to have settled, the newest may still wait for its FIN's completion.
  */
 static struct rs_sock *rs_park_find(struct rs_sock *rs, const struct sockaddr *addr)
 {
 	struct net *net = sock_net(&rs->sk);
-	struct rs_sock *e;
+	struct rs_sock *e, *o = NULL;
 
 	spin_lock_bh(&rs_park_lock);
 	hlist_for_each_entry(e, rs_park_bucket(net, addr), park_node) {
 		if (!e->parent && e->park_state == RS_PARK_PARKED &&
 		    e->sk.sk_family == rs->sk.sk_family && net_eq(sock_net(&e->sk), net) &&
 		    uid_eq(e->sk.sk_uid, rs->sk.sk_uid) && e->sk.sk_memcg == rs->sk.sk_memcg &&
-		    rs_addr_equal((struct sockaddr *)&e->peer_addr, addr)) {
-			rs_park_unlist(e, RS_PARK_TAKEN);
-			spin_unlock_bh(&rs_park_lock);
-			return e;
-		}
+		    rs_addr_equal((struct sockaddr *)&e->peer_addr, addr))
+			o = e;
 	}
+	if (o)
+		rs_park_unlist(o, RS_PARK_TAKEN);
 	spin_unlock_bh(&rs_park_lock);
-	return NULL;
+	return o;
 }
 
 /*
@@ -628,26 +642,24 @@ unsigned int rs_park_count(struct net *net)
 {
 	if (!net)
 		return READ_ONCE(rs_nparked);
-	return READ_ONCE(((struct rs_park_net *)net_generic(net, rs_park_net_id))->n);
+	return READ_ONCE(rs_park_net(net)->n);
 }
 
-static int __net_init rs_park_net_init(struct net *net)
+/* (The table starts empty: the namespace's generic memory is zeroed.) */
+static void __net_exit rs_park_net_exit(struct net *net)
 {
-	struct rs_park_net *pn = net_generic(net, rs_park_net_id);
-
-	hash_init(pn->by_host);
-	pn->n = 0;
-	return 0;
+	WARN_ON_ONCE(READ_ONCE(rs_park_net(net)->n));
 }
 
 static struct pernet_operations rs_park_net_ops = {
-	.init = rs_park_net_init,
+	.exit = rs_park_net_exit,
 	.id = &rs_park_net_id,
 	.size = sizeof(struct rs_park_net),
 };
 
 int rs_park_module_init(void)
 {
+	rs_park_seed = get_random_u32();
 	return register_pernet_subsys(&rs_park_net_ops);
 }
 

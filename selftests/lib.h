@@ -316,6 +316,23 @@ static inline long read_long(const char *path)
 }
 
 /* A counter of /proc/net/rdmasock_stat ("name netns global"): this namespace's value, or -1. */
+/* A line of /proc/net/rdmasock_stat, both columns in one read (this namespace's, all); 0 or -1. */
+static inline int rs_counter_both(const char *name, long long *netns, long long *global)
+{
+	FILE *f = fopen("/proc/net/rdmasock_stat", "r");
+	char line[256], key[96];
+	int found = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%95s %lld %lld", key, netns, global) == 3 && !strcmp(key, name)) {
+			found = 0;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return found;
+}
+
 static inline long long rs_counter(const char *name)
 {
 	FILE *f = fopen("/proc/net/rdmasock_stat", "r");
