@@ -352,15 +352,18 @@ TEST_F_TIMEOUT(reuse, concurrent_clients_race_for_parked_qps, 600)
 }
 
 /*
- * In a fresh network namespace: the "parked" gauge, both columns in one read.  Exit codes: 0 if
- * this namespace's count is 0 while all namespaces' is not; 2 if all are 0 (the parent's parked
- * QPs were gone before the look, park_ms passed: try again); 1 else.
+ * A child in a fresh network namespace (made before, so that its making is not in the window):
+ * on a byte from @go, the "parked" gauge, both columns in one read.  Exit codes: 0 if this
+ * namespace's count is 0 while all namespaces' is not; 2 if all are 0 (the parent's parked QPs
+ * were gone before the look, park_ms passed: try again); 1 else.
  */
-static int parked_in_new_netns(void)
+static int parked_in_new_netns(int ready, int go)
 {
 	long long mine, all;
+	char b;
 
-	if (unshare(CLONE_NEWNET) || rs_counter_both("parked", &mine, &all))
+	if (unshare(CLONE_NEWNET) || write(ready, "r", 1) != 1 || read(go, &b, 1) != 1 ||
+	    rs_counter_both("parked", &mine, &all))
 		return 1;
 	if (all == 0)
 		return 2;
@@ -381,21 +384,31 @@ TEST_F_TIMEOUT(reuse, parked_qps_stay_in_their_namespace, 120)
 		SKIP(return, "TCP parks nothing");
 	for (int round = 0; round < 3 && status == 2; round++) {
 		long long mine = 0, all = 0;
+		int ready[2], go[2];
 		pid_t pid;
+		char b;
 
-		ASSERT_LT(0, one_connection(_metadata, self, variant, 11, round % 2, &qpn));
-		for (int i = 0; i < 200 && !rs_counter_both("parked", &mine, &all) && mine < 1; i++)
-			poll_one(self->lfd, POLLIN, 10);
-		if (mine < 1)
-			continue;	/* (gone already: park_ms passed) */
-		EXPECT_LE(mine, all);
+		ASSERT_EQ(0, pipe(ready));
+		ASSERT_EQ(0, pipe(go));
 		pid = fork();
 		ASSERT_LE(0, pid);
 		if (!pid)
-			_exit(parked_in_new_netns());
+			_exit(parked_in_new_netns(ready[1], go[0]));
+		ASSERT_EQ(1, read(ready[0], &b, 1));	/* its namespace is made */
+		ASSERT_LT(0, one_connection(_metadata, self, variant, 11, round % 2, &qpn));
+		for (int i = 0; i < 200 && !rs_counter_both("parked", &mine, &all) && mine < 1; i++)
+			poll_one(self->lfd, POLLIN, 10);
+		EXPECT_LE(mine, all);
+		ASSERT_EQ(1, write(go[1], "g", 1));
 		ASSERT_EQ(pid, waitpid(pid, &status, 0));
 		ASSERT_TRUE(WIFEXITED(status));
 		status = WEXITSTATUS(status);
+		if (mine < 1)
+			status = 2;	/* (none parked, or gone already: park_ms passed) */
+		for (int k = 0; k < 2; k++) {
+			close(ready[k]);
+			close(go[k]);
+		}
 	}
 	EXPECT_EQ(0, status);
 }
