@@ -315,8 +315,7 @@ static inline long read_long(const char *path)
 	return v;
 }
 
-/* A counter of /proc/net/rdmasock_stat ("name netns global"): this namespace's value, or -1. */
-/* A line of /proc/net/rdmasock_stat, both columns in one read (this namespace's, all); 0 or -1. */
+/* A line of /proc/net/rdmasock_stat ("name netns global"), both columns in one read; 0 or -1. */
 static inline int rs_counter_both(const char *name, long long *netns, long long *global)
 {
 	FILE *f = fopen("/proc/net/rdmasock_stat", "r");
@@ -333,18 +332,12 @@ static inline int rs_counter_both(const char *name, long long *netns, long long 
 	return found;
 }
 
+/* This namespace's value of a line of /proc/net/rdmasock_stat, or -1. */
 static inline long long rs_counter(const char *name)
 {
-	FILE *f = fopen("/proc/net/rdmasock_stat", "r");
-	char line[256], key[96];
-	long long netns, global, found = -1;
+	long long netns, global;
 
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%95s %lld %lld", key, &netns, &global) == 3 && !strcmp(key, name))
-			found = netns;
-	if (f)
-		fclose(f);
-	return found;
+	return rs_counter_both(name, &netns, &global) ? -1 : netns;
 }
 
 /*
