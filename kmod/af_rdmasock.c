@@ -869,6 +869,24 @@ static int rs_setsockopt(struct socket *sock, int level, int optname, sockptr_t 
 		goto out;
 	}
 	/*
+	 * TCP_NODELAY while there is no TCP socket (set before connect(), the commonest place, or
+	 * on an accepted RDMA connection, which has none): kept here, with TCP's checks, for the
+	 * TCP socket made later (rs_tcp_init_opts()).  One made now would cost ~30 us, and before
+	 * connect() it might be of the other family, made again there.
+	 */
+	if (level == SOL_TCP && optname == TCP_NODELAY && !rs->tcp) {
+		int val;
+
+		err = rs_int_opt(optval, optlen, &val);
+		if (err)
+			goto out;
+		rs->nodelay = !!val;
+		/* As TCP: setting it sends what was held back. */
+		if (val && !rs->cork && rs->mode == RDMASOCK_MODE_RDMA)
+			rs_tx_push(rs);
+		goto out;
+	}
+	/*
 	 * Protocol options always reach a TCP socket (created now if the family is not known yet,
 	 * as IPv6 accepts every option IPv4 does): it is the fallback carrier and keeps the values
 	 * getsockopt reports.  TCP_NODELAY and TCP_CORK also steer the RDMA path.

@@ -2181,6 +2181,60 @@ TEST_F(pair, rcvlowat_capped_by_a_locked_rcvbuf)
 	}
 }
 
+/*
+ * TCP_NODELAY where rdmasock has no TCP socket yet (before connect(); an accepted RDMA connection
+ * has none at all) is kept aside for the one made later: TCP's checks, its values before and
+ * after connect(), and a small write on the accepted end still goes out at once.
+ */
+TEST_F(pair, nodelay_set_before_a_tcp_socket_exists)
+{
+	struct sockaddr_storage ss;
+	int lfd, c[2], s[2], val = 1;
+	socklen_t len;
+	char buf[3];
+
+	lfd = make_listener(variant->carrier, variant->af, &ss, &len);
+	ASSERT_LE(0, lfd);
+	for (int i = 0; i < 2; i++) {
+		c[i] = carrier_socket(variant->carrier, variant->af, SOCK_STREAM);
+		ASSERT_LE(0, c[i]);
+		ASSERT_EQ(-1, setsockopt(c[i], IPPROTO_TCP, TCP_NODELAY, &val, 1));
+		ASSERT_EQ(EINVAL, errno);
+		ASSERT_EQ(-1, setsockopt(c[i], IPPROTO_TCP, TCP_NODELAY, (void *)8, sizeof(int)));
+		ASSERT_EQ(EFAULT, errno);
+		val = 1;
+		ASSERT_EQ(0, setsockopt(c[i], IPPROTO_TCP, TCP_NODELAY, &val, sizeof(val)));
+		/* The second client turns it off again before connect(): the last value counts. */
+		val = 0;
+		if (i)
+			ASSERT_EQ(0, setsockopt(c[i], IPPROTO_TCP, TCP_NODELAY, &val, sizeof(val)));
+		ASSERT_EQ(0, connect(c[i], (struct sockaddr *)&ss, len));
+		s[i] = accept(lfd, NULL, NULL);
+		ASSERT_LE(0, s[i]);
+		ASSERT_TRUE(carried_as_expected(variant->carrier, c[i]));
+		ASSERT_TRUE(carried_as_expected(variant->carrier, s[i]));
+		ASSERT_EQ(!i, getint(c[i], SOL_TCP, TCP_NODELAY));
+	}
+	/* The accepted end: on, off, on again, each read back; then a 3-byte write arrives. */
+	for (int v = 1; v >= -1; v--) {
+		val = !!v;
+		ASSERT_EQ(0, setsockopt(s[0], IPPROTO_TCP, TCP_NODELAY, &val, sizeof(val)));
+		ASSERT_EQ(val, getint(s[0], SOL_TCP, TCP_NODELAY));
+	}
+	ASSERT_EQ(1, send(s[0], "a", 1, 0));
+	ASSERT_EQ(2, send(s[0], "bc", 2, 0));
+	ASSERT_EQ(3, recv(c[0], buf, 3, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, "abc", 3));
+	ASSERT_EQ(-1, setsockopt(s[1], IPPROTO_TCP, TCP_NODELAY, &val, 2));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, getint(s[1], SOL_TCP, TCP_NODELAY));
+	for (int i = 0; i < 2; i++) {
+		close(c[i]);
+		close(s[i]);
+	}
+	close(lfd);
+}
+
 /* SO_REUSEPORT; a kernel before 6.6 refuses it to our family: then as librdmasock-preload.so does. */
 static int set_reuseport(int fd)
 {
