@@ -405,26 +405,16 @@ static int rs_park_move(struct rs_sock *from, struct rs_sock *to)
 	return 0;
 }
 
-/*
- * The new connection's ring key, then its hello (@code: OPEN or ACCEPT), which is our READY too:
- * the ring is the peer's to write into once the hello is out (the key is in order before it).
- */
+/* The new connection's hello (@code: OPEN or ACCEPT), our READY too, behind its ring's new key. */
 static int rs_park_hello(struct rs_sock *rs, u32 code)
 {
 	struct rs_hello_ext hello;
-	u8 len;
 	int err;
+	u8 len;
 
-	err = rs_post_rekey(rs, &rs->rx);
-	if (!err) {
-		len = rs_hello_build(rs, &hello);
-		hello.h.flags |= RS_HELLO_F_READY;
-		/* Before the post: the peer's first WRITE may complete here before it returns. */
-		set_bit(RS_F_READY_SENT, &rs->flags);
-		err = rs_post_hello(rs, code, &hello, len);
-		if (err)
-			clear_bit(RS_F_READY_SENT, &rs->flags);
-	}
+	len = rs_hello_build(rs, &hello);
+	hello.h.flags |= RS_HELLO_F_READY;
+	err = rs_post_reopen(rs, code, &hello.h, len);
 	memzero_explicit(&hello, sizeof(hello));
 	return err;
 }

@@ -686,41 +686,50 @@ int rs_post_reg_ring(struct rs_sock *rs, struct rs_ring *ring, bool remote)
 }
 
 /*
- * A ring that carried a connection starts the next one on the same QP (park.c) under a new key:
- * the old one is invalidated first, so no WRITE of the peer's with it lands from then on (the
- * QP fails instead).  In order on the send queue, before the hello that names the new key.
+ * A reused QP's new connection (park.c): its receive ring under a new key, then @hello (@len bytes,
+ * built by the caller; @code: OPEN or ACCEPT), which is our READY too and is given the new key
+ * here.  The old key is invalidated first, so no WRITE of the peer's with it lands from then on
+ * (the QP fails instead); the ring is the peer's to write into once the hello is out.  The three
+ * WRs in order under one hold of rs->lock: the provider runs its send queue once for them (rxe:
+ * one tasklet or work item, not three).
  */
-int rs_post_rekey(struct rs_sock *rs, struct rs_ring *ring)
+int rs_post_reopen(struct rs_sock *rs, u32 code, struct rs_hello *hello, u32 len)
 {
-	struct ib_send_wr inv = {};
-	int err;
-
-	inv.opcode = IB_WR_LOCAL_INV;
-	inv.ex.invalidate_rkey = ring->mr->rkey;
-	err = rs_post(rs, &inv, false, true, 0);
-	if (err)
-		return err;
-	ib_update_fast_reg_key(ring->mr, ib_inc_rkey(ring->mr->rkey));
-	return rs_post_reg_ring(rs, ring, true);
-}
-
-/* OPEN or ACCEPT (park.c): a control message whose payload, a hello, goes inline. */
-int rs_post_hello(struct rs_sock *rs, u32 code, const void *hello, u32 len)
-{
-	struct ib_send_wr wr = {};
+	struct ib_send_wr inv = {}, msg = {};
+	struct rs_ring *ring = &rs->rx;
 	struct ib_sge sge = {};
+	struct ib_reg_wr reg;
 	int err = -EINVAL;
 
+	if (rs_should_fail("post_reg_ring"))
+		return -ENOMEM;
+	inv.opcode = IB_WR_LOCAL_INV;
 	sge.addr = (uintptr_t)hello;
 	sge.length = len;
-	wr.opcode = IB_WR_SEND_WITH_IMM;
-	wr.send_flags = IB_SEND_INLINE;
-	wr.ex.imm_data = cpu_to_be32(rs_imm(RS_IMM_CTRL, code));
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	msg.opcode = IB_WR_SEND_WITH_IMM;
+	msg.send_flags = IB_SEND_INLINE;
+	msg.ex.imm_data = cpu_to_be32(rs_imm(RS_IMM_CTRL, code));
+	msg.sg_list = &sge;
+	msg.num_sge = 1;
 	spin_lock_bh(&rs->lock);
-	if (rs->link && len <= rs->link->max_inline)
-		err = __rs_post(rs, &wr, false, true, 0);
+	if (!rs->link || len > rs->link->max_inline)
+		goto out;
+	inv.ex.invalidate_rkey = ring->mr->rkey;
+	err = __rs_post(rs, &inv, false, true, 0);
+	if (err)
+		goto out;
+	ib_update_fast_reg_key(ring->mr, ib_inc_rkey(ring->mr->rkey));
+	rs_ring_reg_wr(ring, &reg, IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE);
+	err = __rs_post(rs, &reg.wr, false, true, 0);
+	if (err)
+		goto out;
+	hello->ring_rkey = cpu_to_be32(ring->mr->rkey);
+	/* Before the post: the peer's first WRITE may complete here before it returns. */
+	set_bit(RS_F_READY_SENT, &rs->flags);
+	err = __rs_post(rs, &msg, false, true, 0);
+	if (err)
+		clear_bit(RS_F_READY_SENT, &rs->flags);
+out:
 	spin_unlock_bh(&rs->lock);
 	return err;
 }

@@ -35,8 +35,7 @@ int rs_qp_create(struct rs_sock *rs, struct rdma_cm_id *id,
 		 void (*recv_done)(struct ib_cq *cq, struct ib_wc *wc));
 void rs_qp_destroy(struct rs_sock *rs);
 void rs_link_move(struct rs_sock *from, struct rs_sock *to);
-int rs_post_rekey(struct rs_sock *rs, struct rs_ring *ring);
-int rs_post_hello(struct rs_sock *rs, u32 code, const void *hello, u32 len);
+int rs_post_reopen(struct rs_sock *rs, u32 code, struct rs_hello *hello, u32 len);
 int __rs_post(struct rs_sock *rs, struct ib_send_wr *wr, bool signal, bool ctrl, u32 bytes);
 int rs_fence_fire(struct rs_sock *rs);
 int rs_post_reg_ring(struct rs_sock *rs, struct rs_ring *ring, bool remote);
