@@ -19,8 +19,10 @@
  *   TAKEN   a connect() took it off the table and moves its QP: close_work leaves it alone.
  *   GIVEN   that connect() is done with it: close_work frees what is left.
  *   DONE    off the table for good: close_work frees it.
- * Only PARKED and GIVEN are ever kicked (close_work queued at once), under rs_park_lock; the run
- * that frees the socket sets DONE under it first and then cancels any kick still pending.
+ * Only PARKED and GIVEN are ever kicked (close_work queued), under rs_park_lock; the run that frees
+ * the socket sets DONE under it first and then cancels any kick still pending.  A socket whose QP
+ * moved is GIVEN a few ms later (RS_PARK_SHELL_DELAY): its close_work then frees an empty socket,
+ * work the new connection's set-up does not wait behind.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -55,6 +57,7 @@ MODULE_PARM_DESC(max_parked, "parked QPs at most, clients and servers together")
 #define RS_PARK_MAX		4096	/* parked QPs of all namespaces (as max_orphans) */
 #define RS_PARK_SETTLE		(HZ / 50)	/* a taken QP's last FIN completes within this */
 #define RS_PARK_OPEN_WAIT	(HZ / 4)	/* ACCEPT in this, or a fresh set-up */
+#define RS_PARK_SHELL_DELAY	(HZ / 100)	/* a socket whose QP moved is freed after this */
 
 enum rs_park_state { RS_PARK_NONE, RS_PARK_PARKED, RS_PARK_TAKEN, RS_PARK_GIVEN, RS_PARK_DONE };
 
@@ -427,7 +430,7 @@ static int rs_park_hello(struct rs_sock *rs, u32 code)
  * accept() returned, as TCP's after a Fast Open SYN).  Refused (the listener stopped or is full,
  * the hello is wrong, no memory): the QP is torn down, which the client takes as a refusal.
  */
-static void rs_park_accept(struct rs_sock *o)
+static bool rs_park_accept(struct rs_sock *o)
 {
 	struct rs_sock *listener = o->parent;
 	struct rs_sock *child;
@@ -436,10 +439,10 @@ static void rs_park_accept(struct rs_sock *o)
 
 	if (READ_ONCE(listener->sk.sk_state) != TCP_LISTEN || rs_backlog_full(listener) ||
 	    rs_park_dead(o))
-		return;
+		return false;
 	child = rs_cm_child_new(listener);
 	if (!child)
-		return;
+		return false;
 	lock_sock(&child->sk);
 	/*
 	 * As a child at its ESTABLISHED (no one else sees it yet): the client is there, and its
@@ -466,14 +469,14 @@ static void rs_park_accept(struct rs_sock *o)
 			rs_count(sock_net(&o->sk), RS_CNT_PROTO_ERR);
 		release_sock(&child->sk);
 		sock_put(&child->sk);
-		return;
+		return false;
 	}
 	if (withdrawn)
 		rs_abort(child, -ECONNRESET);
 	if (withdrawn || !rs_cm_child_queue(child)) {
 		release_sock(&child->sk);
 		sock_put(&child->sk);
-		return;
+		return true;
 	}
 	/* ACCEPT, our READY too: the child is established at once, as TCP's after a Fast Open. */
 	err = rs_park_hello(child, RS_CTRL_ACCEPT);
@@ -485,6 +488,7 @@ static void rs_park_accept(struct rs_sock *o)
 			rs_keepalive_update(child);
 	}
 	release_sock(&child->sk);	/* (its reference is the queue's now) */
+	return true;
 }
 
 /*
@@ -524,9 +528,14 @@ bool rs_park_hold(struct rs_sock *rs, bool idle)
 	spin_unlock_bh(&rs_park_lock);
 	/* No kick comes any more: drop one still pending (this run frees the socket). */
 	cancel_delayed_work(&rs->close_work);
-	if (open && idle && rs->parent)
-		rs_park_accept(rs);
-	return false;
+	if (!open || !idle || !rs->parent || !rs_park_accept(rs))
+		return false;
+	/* What is left of it goes later, off the new connection's way (rs_park_claim()). */
+	spin_lock_bh(&rs_park_lock);
+	WRITE_ONCE(rs->park_state, RS_PARK_GIVEN);
+	mod_delayed_work(rs_wq, &rs->close_work, RS_PARK_SHELL_DELAY);
+	spin_unlock_bh(&rs_park_lock);
+	return true;
 }
 
 /*
@@ -577,9 +586,14 @@ static int rs_park_claim(struct rs_sock *rs, struct rs_sock *o)
 	lock_sock_nested(&o->sk, SINGLE_DEPTH_NESTING);
 	err = rs_park_freeze(o) ? -ENOENT : rs_park_move(o, rs);
 	release_sock(&o->sk);
+	/*
+	 * What is left of it goes: its QP (nothing moved) at once, else an empty socket, later.  Its
+	 * work queued now would be woken on this CPU, preempt us, and run before the OPEN we are
+	 * about to send is even received (the softirq that carries it is left to ksoftirqd).
+	 */
 	spin_lock_bh(&rs_park_lock);
 	WRITE_ONCE(o->park_state, RS_PARK_GIVEN);
-	mod_delayed_work(rs_wq, &o->close_work, 0);
+	mod_delayed_work(rs_wq, &o->close_work, err ? 0 : RS_PARK_SHELL_DELAY);
 	spin_unlock_bh(&rs_park_lock);
 	if (err) {
 		rs->flags = 0;
