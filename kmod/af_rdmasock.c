@@ -851,6 +851,21 @@ static int rs_setsockopt_socket(struct socket *sock, int optname, sockptr_t optv
 	return err;
 }
 
+/*
+ * The family of the TCP socket a protocol option needs (rs_tcp_ensure()): IPv6 when it is not
+ * known yet, as IPv6 accepts every option IPv4 does; a TCP-level option, either family's, takes
+ * the TCP socket there is, rather than replacing it (and what was set on it) by the other family's.
+ */
+static int rs_opt_family(struct rs_sock *rs, int level)
+{
+	sock_owned_by_me(&rs->sk);
+	if (level == SOL_IP)
+		return AF_INET;
+	if (level == SOL_TCP && rs->tcp)
+		return rs->tcp->sk->sk_family;
+	return AF_INET6;
+}
+
 static int rs_setsockopt(struct socket *sock, int level, int optname, sockptr_t optval,
 			 unsigned int optlen)
 {
@@ -881,8 +896,8 @@ static int rs_setsockopt(struct socket *sock, int level, int optname, sockptr_t 
 		if (err)
 			goto out;
 		rs->nodelay = !!val;
-		/* As TCP: setting it sends what was held back. */
-		if (val && !rs->cork && rs->mode == RDMASOCK_MODE_RDMA)
+		/* As TCP: setting it sends what was held back, even while corked (tcp(7)). */
+		if (val && rs->mode == RDMASOCK_MODE_RDMA)
 			rs_tx_push(rs);
 		goto out;
 	}
@@ -891,7 +906,7 @@ static int rs_setsockopt(struct socket *sock, int level, int optname, sockptr_t 
 	 * as IPv6 accepts every option IPv4 does): it is the fallback carrier and keeps the values
 	 * getsockopt reports.  TCP_NODELAY and TCP_CORK also steer the RDMA path.
 	 */
-	err = rs_tcp_ensure(rs, level == SOL_IP ? AF_INET : AF_INET6);
+	err = rs_tcp_ensure(rs, rs_opt_family(rs, level));
 	/* Under lock_sock: another thread may not replace rs->tcp meanwhile (rs_tcp_ensure). */
 	if (!err)
 		err = rs->tcp->ops->setsockopt(rs->tcp, level, optname, optval, optlen);
@@ -906,8 +921,12 @@ static int rs_setsockopt(struct socket *sock, int level, int optname, sockptr_t 
 		rs_keepalive_params(rs, tp);
 		if (optname == TCP_KEEPIDLE)
 			rs_keepalive_update(rs);
-		/* As TCP: uncorking, or setting TCP_NODELAY, sends what was held back. */
-		if (!rs->cork && rs->mode == RDMASOCK_MODE_RDMA)
+		/*
+		 * As TCP: uncorking sends what was held back, and so does setting TCP_NODELAY,
+		 * even while corked (tcp(7); TCP_CORK stays on for what is written after).
+		 */
+		if ((!rs->cork || (optname == TCP_NODELAY && rs->nodelay)) &&
+		    rs->mode == RDMASOCK_MODE_RDMA)
 			rs_tx_push(rs);
 	}
 out:
@@ -995,7 +1014,7 @@ static int rs_getsockopt(struct socket *sock, int level, int optname, char __use
 	} else if (level != SOL_TCP && level != SOL_IP && level != SOL_IPV6) {
 		err = -ENOPROTOOPT;
 	} else {
-		err = rs_tcp_ensure(rs, level == SOL_IP ? AF_INET : AF_INET6);
+		err = rs_tcp_ensure(rs, rs_opt_family(rs, level));
 		/* Under lock_sock, as setsockopt: rs->tcp cannot change meanwhile. */
 		if (!err)
 			err = rs->tcp->ops->getsockopt(rs->tcp, level, optname, optval, optlen);

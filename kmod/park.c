@@ -20,9 +20,9 @@
  *   GIVEN   that connect() is done with it: close_work frees what is left.
  *   DONE    off the table for good: close_work frees it.
  * Only PARKED and GIVEN are ever kicked (close_work queued), under rs_park_lock; the run that frees
- * the socket sets DONE under it first and then cancels any kick still pending.  A socket whose QP
- * moved is GIVEN a few ms later (RS_PARK_SHELL_DELAY): its close_work then frees an empty socket,
- * work the new connection's set-up does not wait behind.
+ * the socket sets DONE under it first and then cancels any kick still pending.  A GIVEN socket
+ * whose QP moved is empty; its close_work is queued to free it RS_PARK_SHELL_DELAY later, work the
+ * new connection's set-up does not wait behind.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -57,7 +57,7 @@ MODULE_PARM_DESC(max_parked, "parked QPs at most, clients and servers together")
 #define RS_PARK_MAX		4096	/* parked QPs of all namespaces (as max_orphans) */
 #define RS_PARK_SETTLE		(HZ / 50)	/* a taken QP's last FIN completes within this */
 #define RS_PARK_OPEN_WAIT	(HZ / 4)	/* ACCEPT in this, or a fresh set-up */
-#define RS_PARK_SHELL_DELAY	(HZ / 100)	/* a socket whose QP moved is freed after this */
+#define RS_PARK_SHELL_DELAY	(HZ / 100 + 1)	/* a socket whose QP moved: freed after this */
 
 enum rs_park_state { RS_PARK_NONE, RS_PARK_PARKED, RS_PARK_TAKEN, RS_PARK_GIVEN, RS_PARK_DONE };
 
@@ -429,6 +429,7 @@ static int rs_park_hello(struct rs_sock *rs, u32 code)
  * the host whose connection it carried; a client that gives up after its OPEN resets what
  * accept() returned, as TCP's after a Fast Open SYN).  Refused (the listener stopped or is full,
  * the hello is wrong, no memory): the QP is torn down, which the client takes as a refusal.
+ * True if the QP moved to the child (what is left of @o is an empty socket).
  */
 static bool rs_park_accept(struct rs_sock *o)
 {
@@ -454,6 +455,7 @@ static bool rs_park_accept(struct rs_sock *o)
 	lock_sock_nested(&o->sk, SINGLE_DEPTH_NESTING);
 	smp_rmb();	/* the bit (rs_park_hold()) before the hello: rx.c */
 	err = rs_hello_parse(child, o->open_buf, o->open_len, true);
+	memzero_explicit(o->open_buf, sizeof(o->open_buf));	/* its resume secret's half */
 	if (!err && o->tx.size > child->peer_ring_size)
 		err = -EPROTO;
 	if (!err)

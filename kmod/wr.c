@@ -686,12 +686,13 @@ int rs_post_reg_ring(struct rs_sock *rs, struct rs_ring *ring, bool remote)
 }
 
 /*
- * A reused QP's new connection (park.c): its receive ring under a new key, then @hello (@len bytes,
- * built by the caller; @code: OPEN or ACCEPT), which is our READY too and is given the new key
- * here.  The old key is invalidated first, so no WRITE of the peer's with it lands from then on
- * (the QP fails instead); the ring is the peer's to write into once the hello is out.  The three
- * WRs in order under one hold of rs->lock: the provider runs its send queue once for them (rxe:
- * one tasklet or work item, not three).
+ * A reused QP's new connection (park.c): its receive ring under a new key, then the hello, which
+ * is our READY too (@code: OPEN or ACCEPT; @hello and @len: all of it, its extension included,
+ * built by the caller), given the new key here.  The old key is invalidated first, so no WRITE of
+ * the peer's with it lands from then on (the QP fails instead); the ring is the peer's to write
+ * into once the hello is out.  The three WRs go in order under one hold of rs->lock, so a
+ * provider that runs its send queue after the posts (rxe: a tasklet on 6.1, a work item on 6.12)
+ * runs it once for them rather than after each.
  */
 int rs_post_reopen(struct rs_sock *rs, u32 code, struct rs_hello *hello, u32 len)
 {
@@ -701,8 +702,6 @@ int rs_post_reopen(struct rs_sock *rs, u32 code, struct rs_hello *hello, u32 len
 	struct ib_reg_wr reg;
 	int err = -EINVAL;
 
-	if (rs_should_fail("post_reg_ring"))
-		return -ENOMEM;
 	inv.opcode = IB_WR_LOCAL_INV;
 	sge.addr = (uintptr_t)hello;
 	sge.length = len;
@@ -716,6 +715,9 @@ int rs_post_reopen(struct rs_sock *rs, u32 code, struct rs_hello *hello, u32 len
 		goto out;
 	inv.ex.invalidate_rkey = ring->mr->rkey;
 	err = __rs_post(rs, &inv, false, true, 0);
+	/* Between the two: the old key gone, no new one (the caller's teardown has nothing to undo). */
+	if (!err && rs_should_fail("post_reopen"))
+		err = -ENOMEM;
 	if (err)
 		goto out;
 	ib_update_fast_reg_key(ring->mr, ib_inc_rkey(ring->mr->rkey));

@@ -9,7 +9,8 @@
  * For each step a connection takes (the QP, a ring's pages, the control receive buffer, the device
  * attach, rdma_connect, rdma_accept, the REG_MR posts, READY, the receive posts, and every post to
  * the send queue: data, CONSUMED, FIN, RESIZE, SWITCH), the Nth call of it fails, for N = 0, 1,
- * 2, ... until a connection's whole life no longer makes an Nth call.  Both
+ * 2, ... until a connection's whole life no longer makes an Nth call (and a reused QP's rekey,
+ * at each end in turn: reopen_client, reopen_server).  Both
  * ends run in this VM, so N counts the client's and the server's calls: each end's failure at
  * each step comes in turn.  Whatever failed:
  *   - connect() and accept() succeed: a set-up that fails goes on over TCP, as a connection to a
@@ -34,6 +35,7 @@
 #define FF "/sys/kernel/debug/fail_rdmasock/"
 #define POINT_PARAM "/sys/module/rdmasock/parameters/fail_point"
 #define NEG_PARAM "/sys/module/rdmasock/parameters/neg_cache_ttl_ms"
+#define PARK_PARAM "/sys/module/rdmasock/parameters/park_ms"
 #define XFER (256 << 10)
 #define WAIT_MS 60000
 #define MAX_NTH 3000
@@ -374,6 +376,66 @@ static void probe_refused(struct __test_metadata *_metadata, int base)
 	EXPECT_EQ(0, wait_sockets(base));
 }
 
+/*
+ * A reused QP's rekey failing between its two WRs (the ring's old key invalidated, no new one
+ * registered): the @nth call, #0 the client's (before its OPEN), #1 the server's (before its
+ * ACCEPT).  The connection is made all the same, over RDMA on a fresh QP: the client's attempt
+ * fails and it starts a CM one; the server's child goes with the QP, which the client takes as a
+ * refusal.  It carries both streams whole, and every socket goes after.
+ */
+static void reopen_fails(struct __test_metadata *_metadata, int base, int nth)
+{
+	struct param_saved park = {};
+	struct sockaddr_storage ss;
+	long long reused;
+	socklen_t len;
+	int lfd, c, s;
+	char ch;
+
+	if (base < 0)
+		SKIP(return, "no fault points (not the debug kernel)");
+	ASSERT_EQ(0, param_swap(&park, PARK_PARAM, "1000"));
+	/* Earlier cases' parked QPs gone (park_ms), so that the count below is this one's. */
+	for (int i = 0; i < 300 && rs_counter("parked") > 0; i++)
+		usleep(10000);
+	ASSERT_EQ(0, rs_counter("parked"));
+	lfd = make_listener(CARRIER_RDMASOCK, AF_INET, &ss, &len);
+	ASSERT_LE(0, lfd);
+	/* A first connection, closed in order at both ends: its QP parks at both. */
+	c = carrier_socket(CARRIER_RDMASOCK, AF_INET, SOCK_STREAM);
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+	s = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(1, send(c, "x", 1, 0));
+	ASSERT_EQ(1, recv(s, &ch, 1, 0));
+	close(s);
+	ASSERT_EQ(0, recv(c, &ch, 1, 0));
+	close(c);
+	for (int i = 0; i < 300 && rs_counter("parked") < 2; i++)
+		usleep(10000);
+	ASSERT_EQ(2, rs_counter("parked"));
+	reused = rs_counter("connections_reused");
+	ASSERT_EQ(0, ff_arm("post_reopen", nth));
+	c = carrier_socket(CARRIER_RDMASOCK, AF_INET, SOCK_STREAM);
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(WHOLE, wait_accept(lfd, c));
+	s = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	EXPECT_EQ(0, ff_read("times")) TH_LOG("the rekey was never tried");
+	ff_disarm();
+	/* The client's OPEN counts once it is out: only the server's failure leaves one. */
+	EXPECT_EQ(reused + nth, rs_counter("connections_reused"));
+	EXPECT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+	EXPECT_EQ(RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
+	EXPECT_EQ(WHOLE, one_way(c, s, 1));
+	EXPECT_EQ(WHOLE, one_way(s, c, 2));
+	close(c);
+	close(s);
+	close(lfd);
+	param_restore(&park);
+	EXPECT_EQ(0, wait_sockets(base));
+}
+
 TEST_F_TIMEOUT(fault, qp_create, 900) { every_call(_metadata, self->base, "qp_create"); }
 TEST_F_TIMEOUT(fault, ring_pages, 900) { every_call(_metadata, self->base, "ring_pages"); }
 TEST_F_TIMEOUT(fault, resize_buf_alloc, 900)
@@ -392,6 +454,8 @@ TEST_F_TIMEOUT(fault, post_recvs, 900) { every_call(_metadata, self->base, "post
 /* Every send-queue post of a connection's life: set-up, data, CONSUMED, FIN, RESIZE, SWITCH. */
 TEST_F_TIMEOUT(fault, post_send, 900) { every_call(_metadata, self->base, "post_send"); }
 TEST_F_TIMEOUT(fault, keepalive_probe, 120) { probe_refused(_metadata, self->base); }
+TEST_F_TIMEOUT(fault, reopen_client, 120) { reopen_fails(_metadata, self->base, 0); }
+TEST_F_TIMEOUT(fault, reopen_server, 120) { reopen_fails(_metadata, self->base, 1); }
 
 #include "harness_main.h"
 RS_TEST_MAIN

@@ -53,6 +53,14 @@ FIXTURE_TEARDOWN(pair)
 		close(self->sfd);
 }
 
+static int getint(int fd, int level, int opt)
+{
+	int val = -1;
+	socklen_t len = sizeof(val);
+
+	return getsockopt(fd, level, opt, &val, &len) ? -errno : val;
+}
+
 static volatile sig_atomic_t sigpipes;
 
 static void on_sigpipe(int sig)
@@ -1090,16 +1098,36 @@ TEST_F(pair, corked_bytes_precede_fin)
 	ASSERT_EQ(0, recv(self->sfd, buf, sizeof(buf), 0));
 }
 
+/*
+ * From each end (over rdmasock the accepted one has no TCP socket: the option is kept aside): bytes
+ * held back by MSG_MORE go once TCP_NODELAY is set; and, as tcp(7) says, setting it flushes
+ * even while TCP_CORK is on, which stays on for what is written after.
+ */
 TEST_F(pair, nodelay_pushes_corked_bytes)
 {
-	int on = 1;
+	int on = 1, off = 0;
 	char buf[16];
 
-	ASSERT_EQ(4, send(self->cfd, "more", 4, MSG_MORE));
-	ASSERT_EQ(0, poll_one(self->sfd, POLLIN, 50));
-	ASSERT_EQ(0, setsockopt(self->cfd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)));
-	ASSERT_EQ(POLLIN, poll_one(self->sfd, POLLIN, 5000));
-	ASSERT_EQ(4, recv(self->sfd, buf, sizeof(buf), 0));
+	for (int i = 0; i < 2; i++) {
+		int from = i ? self->sfd : self->cfd, to = i ? self->cfd : self->sfd;
+
+		TH_LOG("from the %s end", i ? "accepted" : "client");
+		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_NODELAY, &off, sizeof(off)));
+		ASSERT_EQ(4, send(from, "more", 4, MSG_MORE));
+		ASSERT_EQ(0, poll_one(to, POLLIN, 50));
+		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)));
+		ASSERT_EQ(POLLIN, poll_one(to, POLLIN, 5000));
+		ASSERT_EQ(4, recv(to, buf, sizeof(buf), 0));
+		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_NODELAY, &off, sizeof(off)));
+		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)));
+		ASSERT_EQ(4, send(from, "cork", 4, 0));
+		ASSERT_EQ(0, poll_one(to, POLLIN, 50));
+		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)));
+		ASSERT_EQ(POLLIN, poll_one(to, POLLIN, 5000));
+		ASSERT_EQ(4, recv(to, buf, sizeof(buf), 0));
+		ASSERT_EQ(1, getint(from, SOL_TCP, TCP_CORK));
+		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_CORK, &off, sizeof(off)));
+	}
 }
 
 TEST_F(pair, sndbuf_bounds_unsent_bytes)
@@ -1999,14 +2027,6 @@ out:
 	return found;
 }
 
-static int getint(int fd, int level, int opt)
-{
-	int val = -1;
-	socklen_t len = sizeof(val);
-
-	return getsockopt(fd, level, opt, &val, &len) ? -errno : val;
-}
-
 /*
  * TCP (its clone of the listener, then tcp_create_openreq_child()): an accepted socket starts with
  * its listener's socket options and TCP settings, but SO_PRIORITY (sk_clone_lock() clears it).  Set
@@ -2232,6 +2252,36 @@ TEST_F(pair, nodelay_set_before_a_tcp_socket_exists)
 		close(c[i]);
 		close(s[i]);
 	}
+	close(lfd);
+}
+
+/*
+ * Protocol options of each level set before connect(), in an order that once made rdmasock's
+ * family socket replace its TCP socket (and lose the IP-level option) twice: all read back after.
+ */
+TEST_F(pair, protocol_options_set_before_connect_all_stay)
+{
+	int v4 = variant->af == AF_INET, lvl = v4 ? SOL_IP : SOL_IPV6, opt = v4 ? IP_TOS : IPV6_TCLASS;
+	int tos = 0x20, idle = 33, one = 1, lfd, c, s;
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	lfd = make_listener(variant->carrier, variant->af, &ss, &len);
+	ASSERT_LE(0, lfd);
+	c = carrier_socket(variant->carrier, variant->af, SOCK_STREAM);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, setsockopt(c, lvl, opt, &tos, sizeof(tos)));
+	ASSERT_EQ(0, setsockopt(c, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)));
+	ASSERT_EQ(0, setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)));
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+	s = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_TRUE(carried_as_expected(variant->carrier, c));
+	EXPECT_EQ(tos, getint(c, lvl, opt));
+	EXPECT_EQ(idle, getint(c, SOL_TCP, TCP_KEEPIDLE));
+	EXPECT_EQ(1, getint(c, SOL_TCP, TCP_NODELAY));
+	close(s);
+	close(c);
 	close(lfd);
 }
 

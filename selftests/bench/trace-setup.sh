@@ -29,7 +29,7 @@ ftrace_start 16384 'id == 42 || id == 43 || id == 288 || id == 0 || id == 3' sch
 	rxe_alloc_mr rxe_destroy_qp rxe_destroy_cq rxe_dereg_mr rxe_modify_qp tcp_v4_connect \
 	tcp_v6_connect inet_csk_accept tcp_rcv_state_process \
 	rs_park_take rs_park_offer rs_park_hold rs_park_work rs_park_freeze rs_park_move \
-	rs_park_accept rs_park_flush rs_link_move rs_post_rekey rs_post_hello rs_rx_hello \
+	rs_park_accept rs_park_flush rs_link_move rs_post_reopen rs_rx_hello \
 	rs_cm_child_new rs_cm_child_queue rs_post_ready rs_client_ready rs_send_fin rs_comm_est \
 	rs_tcp_ensure rs_conn_reset rs_check_addr rs_policy_allows rs_neg_cache_hit rs_wait_connect \
 	rs_connect_established rs_park_settled kernel_getsockname
