@@ -1112,21 +1112,23 @@ TEST_F(pair, nodelay_pushes_corked_bytes)
 		int from = i ? self->sfd : self->cfd, to = i ? self->cfd : self->sfd;
 
 		TH_LOG("from the %s end", i ? "accepted" : "client");
+		/* First, so that no earlier hold's ceiling timer is running. */
+		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_NODELAY, &off, sizeof(off)));
+		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)));
+		ASSERT_EQ(4, send(from, "cork", 4, 0));
+		ASSERT_EQ(0, poll_one(to, POLLIN, 50));
+		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)));
+		/* Well before the cork's 200 ms ceiling (from the send), which would send it too. */
+		ASSERT_EQ(POLLIN, poll_one(to, POLLIN, 100));
+		ASSERT_EQ(4, recv(to, buf, sizeof(buf), 0));
+		ASSERT_EQ(1, getint(from, SOL_TCP, TCP_CORK));
+		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_CORK, &off, sizeof(off)));
 		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_NODELAY, &off, sizeof(off)));
 		ASSERT_EQ(4, send(from, "more", 4, MSG_MORE));
 		ASSERT_EQ(0, poll_one(to, POLLIN, 50));
 		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)));
 		ASSERT_EQ(POLLIN, poll_one(to, POLLIN, 5000));
 		ASSERT_EQ(4, recv(to, buf, sizeof(buf), 0));
-		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_NODELAY, &off, sizeof(off)));
-		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)));
-		ASSERT_EQ(4, send(from, "cork", 4, 0));
-		ASSERT_EQ(0, poll_one(to, POLLIN, 50));
-		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)));
-		ASSERT_EQ(POLLIN, poll_one(to, POLLIN, 5000));
-		ASSERT_EQ(4, recv(to, buf, sizeof(buf), 0));
-		ASSERT_EQ(1, getint(from, SOL_TCP, TCP_CORK));
-		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_CORK, &off, sizeof(off)));
 	}
 }
 
