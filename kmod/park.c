@@ -589,9 +589,9 @@ static int rs_park_claim(struct rs_sock *rs, struct rs_sock *o)
 	err = rs_park_freeze(o) ? -ENOENT : rs_park_move(o, rs);
 	release_sock(&o->sk);
 	/*
-	 * What is left of it goes: its QP (nothing moved) at once, else an empty socket, later.  Its
-	 * work queued now would be woken on this CPU, preempt us, and run before the OPEN we are
-	 * about to send is even received (the softirq that carries it is left to ksoftirqd).
+	 * What is left of it goes: its QP (nothing moved) at once, else an empty socket, later.
+	 * Its work queued now would be woken on this CPU, preempt us, and run before the OPEN we
+	 * are about to send is even received (the softirq that carries it is left to ksoftirqd).
 	 */
 	spin_lock_bh(&rs_park_lock);
 	WRITE_ONCE(o->park_state, RS_PARK_GIVEN);

@@ -715,7 +715,7 @@ int rs_post_reopen(struct rs_sock *rs, u32 code, struct rs_hello *hello, u32 len
 		goto out;
 	inv.ex.invalidate_rkey = ring->mr->rkey;
 	err = __rs_post(rs, &inv, false, true, 0);
-	/* Between the two: the old key gone, no new one (the caller's teardown has nothing to undo). */
+	/* Between the two: the old key gone, no new one (the caller's teardown undoes nothing). */
 	if (!err && rs_should_fail("post_reopen"))
 		err = -ENOMEM;
 	if (err)
