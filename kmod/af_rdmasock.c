@@ -851,21 +851,6 @@ static int rs_setsockopt_socket(struct socket *sock, int optname, sockptr_t optv
 	return err;
 }
 
-/*
- * The family of the TCP socket a protocol option needs (rs_tcp_ensure()): IPv6 when it is not
- * known yet, as IPv6 accepts every option IPv4 does; a TCP-level option, either family's, takes
- * the TCP socket there is, rather than replacing it (and what was set on it) by the other family's.
- */
-static int rs_opt_family(struct rs_sock *rs, int level)
-{
-	sock_owned_by_me(&rs->sk);
-	if (level == SOL_IP)
-		return AF_INET;
-	if (level == SOL_TCP && rs->tcp)
-		return rs->tcp->sk->sk_family;
-	return AF_INET6;
-}
-
 static int rs_setsockopt(struct socket *sock, int level, int optname, sockptr_t optval,
 			 unsigned int optlen)
 {
@@ -906,7 +891,7 @@ static int rs_setsockopt(struct socket *sock, int level, int optname, sockptr_t 
 	 * as IPv6 accepts every option IPv4 does): it is the fallback carrier and keeps the values
 	 * getsockopt reports.  TCP_NODELAY and TCP_CORK also steer the RDMA path.
 	 */
-	err = rs_tcp_ensure(rs, rs_opt_family(rs, level));
+	err = rs_tcp_ensure(rs, level == SOL_IP ? AF_INET : AF_INET6);
 	/* Under lock_sock: another thread may not replace rs->tcp meanwhile (rs_tcp_ensure). */
 	if (!err)
 		err = rs->tcp->ops->setsockopt(rs->tcp, level, optname, optval, optlen);
@@ -1000,6 +985,19 @@ static int rs_getsockopt_rdmasock(struct rs_sock *rs, int optname, char __user *
 	return 0;
 }
 
+/*
+ * The family of the TCP socket a protocol option is read from (rs_tcp_ensure()): the one there is,
+ * which answers every level but SOL_IPV6 when it is IPv4's, since a read must not replace it
+ * (and lose what was set on it); else as setsockopt() would make one.
+ */
+static int rs_opt_read_family(struct rs_sock *rs, int level)
+{
+	sock_owned_by_me(&rs->sk);
+	if (rs->tcp && (level != SOL_IPV6 || rs->tcp->sk->sk_family == AF_INET6))
+		return rs->tcp->sk->sk_family;
+	return level == SOL_IP ? AF_INET : AF_INET6;
+}
+
 static int rs_getsockopt(struct socket *sock, int level, int optname, char __user *optval,
 			 int __user *optlen)
 {
@@ -1014,7 +1012,7 @@ static int rs_getsockopt(struct socket *sock, int level, int optname, char __use
 	} else if (level != SOL_TCP && level != SOL_IP && level != SOL_IPV6) {
 		err = -ENOPROTOOPT;
 	} else {
-		err = rs_tcp_ensure(rs, rs_opt_family(rs, level));
+		err = rs_tcp_ensure(rs, rs_opt_read_family(rs, level));
 		/* Under lock_sock, as setsockopt: rs->tcp cannot change meanwhile. */
 		if (!err)
 			err = rs->tcp->ops->getsockopt(rs->tcp, level, optname, optval, optlen);

@@ -840,7 +840,8 @@ static int rs_tcp_info(struct rs_sock *rs, char __user *optval, int __user *optl
 	int err;
 
 	sock_owned_by_me(&rs->sk);
-	err = rs_tcp_ensure(rs, AF_INET6);
+	/* A read: the TCP socket there is, of either family (it must not be replaced). */
+	err = rs_tcp_ensure(rs, rs->tcp ? rs->tcp->sk->sk_family : AF_INET6);
 	return err ? err : rs->tcp->ops->getsockopt(rs->tcp, SOL_TCP, TCP_INFO, optval, optlen);
 }
 

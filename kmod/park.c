@@ -455,7 +455,6 @@ static bool rs_park_accept(struct rs_sock *o)
 	lock_sock_nested(&o->sk, SINGLE_DEPTH_NESTING);
 	smp_rmb();	/* the bit (rs_park_hold()) before the hello: rx.c */
 	err = rs_hello_parse(child, o->open_buf, o->open_len, true);
-	memzero_explicit(o->open_buf, sizeof(o->open_buf));	/* its resume secret's half */
 	if (!err && o->tx.size > child->peer_ring_size)
 		err = -EPROTO;
 	if (!err)
@@ -500,7 +499,7 @@ static bool rs_park_accept(struct rs_sock *o)
  */
 bool rs_park_hold(struct rs_sock *rs, bool idle)
 {
-	bool open = false;
+	bool open = false, moved;
 
 	/* Never offered (or it was not parked): only this work item moves it from NONE. */
 	if (READ_ONCE(rs->park_state) == RS_PARK_NONE)
@@ -530,7 +529,10 @@ bool rs_park_hold(struct rs_sock *rs, bool idle)
 	spin_unlock_bh(&rs_park_lock);
 	/* No kick comes any more: drop one still pending (this run frees the socket). */
 	cancel_delayed_work(&rs->close_work);
-	if (!open || !idle || !rs->parent || !rs_park_accept(rs))
+	moved = open && idle && rs->parent && rs_park_accept(rs);
+	if (open)	/* taken or not, it is done with: it holds half a resume secret */
+		memzero_explicit(rs->open_buf, sizeof(rs->open_buf));
+	if (!moved)
 		return false;
 	/* What is left of it goes later, off the new connection's way (rs_park_claim()). */
 	spin_lock_bh(&rs_park_lock);

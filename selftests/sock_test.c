@@ -1099,37 +1099,85 @@ TEST_F(pair, corked_bytes_precede_fin)
 }
 
 /*
- * From each end (over rdmasock the accepted one has no TCP socket: the option is kept aside): bytes
- * held back by MSG_MORE go once TCP_NODELAY is set; and, as tcp(7) says, setting it flushes
- * even while TCP_CORK is on, which stays on for what is written after.
+ * @from holds 4 bytes (sent with @flags, after whatever makes it hold them): setting TCP_NODELAY
+ * must send them at once, as TCP's does, and not leave them to the hold's 200 ms ceiling (which
+ * TCP has for TCP_CORK too).  1: shown; 0: this host was too slow to tell the two apart; -1: not
+ * held, or not sent in time.  Each socket holds once in a test: a ceiling timer still running from
+ * an earlier hold could send them in the window.
  */
-TEST_F(pair, nodelay_pushes_corked_bytes)
+static int nodelay_sends_held_bytes(int from, int to, int flags)
 {
-	int on = 1, off = 0;
-	char buf[16];
+	int on = 1;
+	long long t0;
+	char buf[8];
+
+	if (send(from, "held", 4, flags) != 4)
+		return -1;
+	t0 = mono_ms();
+	if (poll_one(to, POLLIN, 50))
+		return -1;
+	if (setsockopt(from, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)))
+		return -1;
+	if (ms_since(t0) > 120)	/* too near the ceiling to tell: read them all the same */
+		return poll_one(to, POLLIN, 5000) == POLLIN && recv(to, buf, sizeof(buf), 0) == 4 ?
+		       0 : -1;
+	if (poll_one(to, POLLIN, 180 - ms_since(t0)) != POLLIN)
+		return -1;
+	return recv(to, buf, sizeof(buf), 0) == 4 ? 1 : -1;
+}
+
+/* From each end (over rdmasock the accepted one has no TCP socket: the option is kept aside). */
+TEST_F(pair, nodelay_sends_what_msg_more_held)
+{
+	int off = 0, shown = 0;
 
 	for (int i = 0; i < 2; i++) {
-		int from = i ? self->sfd : self->cfd, to = i ? self->cfd : self->sfd;
+		int from = i ? self->sfd : self->cfd, to = i ? self->cfd : self->sfd, r;
 
-		TH_LOG("from the %s end", i ? "accepted" : "client");
-		/* First, so that no earlier hold's ceiling timer is running. */
 		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_NODELAY, &off, sizeof(off)));
-		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)));
-		ASSERT_EQ(4, send(from, "cork", 4, 0));
-		ASSERT_EQ(0, poll_one(to, POLLIN, 50));
-		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)));
-		/* Well before the cork's 200 ms ceiling (from the send), which would send it too. */
-		ASSERT_EQ(POLLIN, poll_one(to, POLLIN, 100));
-		ASSERT_EQ(4, recv(to, buf, sizeof(buf), 0));
-		ASSERT_EQ(1, getint(from, SOL_TCP, TCP_CORK));
-		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_CORK, &off, sizeof(off)));
-		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_NODELAY, &off, sizeof(off)));
-		ASSERT_EQ(4, send(from, "more", 4, MSG_MORE));
-		ASSERT_EQ(0, poll_one(to, POLLIN, 50));
-		ASSERT_EQ(0, setsockopt(from, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)));
-		ASSERT_EQ(POLLIN, poll_one(to, POLLIN, 5000));
-		ASSERT_EQ(4, recv(to, buf, sizeof(buf), 0));
+		r = nodelay_sends_held_bytes(from, to, MSG_MORE);
+		ASSERT_LE(0, r) TH_LOG("from the %s end", i ? "accepted" : "client");
+		shown += r;
 	}
+	if (shown < 2)
+		SKIP(return, "the host too slow to tell a send from the ceiling's");
+}
+
+/*
+ * As tcp(7) says: setting TCP_NODELAY sends what TCP_CORK holds, and the cork stays on.  The
+ * accepted end is corked by its listener (inherited, as TCP's children inherit it): over rdmasock
+ * it has no TCP socket, so the option is kept aside there.
+ */
+TEST_F(pair, nodelay_sends_what_the_cork_held)
+{
+	int lfd, c, s, on = 1, shown = 0;
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	lfd = make_listener(variant->carrier, variant->af, &ss, &len);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, setsockopt(lfd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)));
+	c = carrier_socket(variant->carrier, variant->af, SOCK_STREAM);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, setsockopt(c, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)));
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+	s = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_TRUE(carried_as_expected(variant->carrier, s));
+	for (int i = 0; i < 2; i++) {
+		int from = i ? s : c, to = i ? c : s, r;
+
+		r = nodelay_sends_held_bytes(from, to, 0);
+		ASSERT_LE(0, r) TH_LOG("from the %s end", i ? "accepted" : "client");
+		shown += r;
+		ASSERT_EQ(1, getint(from, SOL_TCP, TCP_CORK));
+		ASSERT_EQ(1, getint(from, SOL_TCP, TCP_NODELAY));
+	}
+	close(s);
+	close(c);
+	close(lfd);
+	if (shown < 2)
+		SKIP(return, "the host too slow to tell a send from the ceiling's");
 }
 
 TEST_F(pair, sndbuf_bounds_unsent_bytes)
@@ -2258,30 +2306,33 @@ TEST_F(pair, nodelay_set_before_a_tcp_socket_exists)
 }
 
 /*
- * Protocol options of each level set before connect(), in an order that once made rdmasock's
- * family socket replace its TCP socket (and lose the IP-level option) twice: all read back after.
+ * Protocol options read before connect() change nothing: reads of other levels once made
+ * rdmasock's family socket replace its TCP socket by the other family's, losing the traffic class
+ * set on it.
  */
-TEST_F(pair, protocol_options_set_before_connect_all_stay)
+TEST_F(pair, option_reads_before_connect_lose_nothing)
 {
 	int v4 = variant->af == AF_INET, lvl = v4 ? SOL_IP : SOL_IPV6, opt = v4 ? IP_TOS : IPV6_TCLASS;
-	int tos = 0x20, idle = 33, one = 1, lfd, c, s;
+	int tos = 0x20, lfd, c, s;
 	struct sockaddr_storage ss;
-	socklen_t len;
+	struct tcp_info ti;
+	socklen_t len, l = sizeof(ti);
 
 	lfd = make_listener(variant->carrier, variant->af, &ss, &len);
 	ASSERT_LE(0, lfd);
 	c = carrier_socket(variant->carrier, variant->af, SOCK_STREAM);
 	ASSERT_LE(0, c);
 	ASSERT_EQ(0, setsockopt(c, lvl, opt, &tos, sizeof(tos)));
-	ASSERT_EQ(0, setsockopt(c, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)));
-	ASSERT_EQ(0, setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)));
+	ASSERT_EQ(0, getsockopt(c, IPPROTO_TCP, TCP_INFO, &ti, &l));
+	ASSERT_EQ(0, getint(c, SOL_TCP, TCP_NODELAY));
+	if (!v4)	/* an IPv6 socket answers IPv4's level too */
+		ASSERT_LE(0, getint(c, SOL_IP, IP_TOS));
+	ASSERT_EQ(tos, getint(c, lvl, opt));
 	ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
 	s = accept(lfd, NULL, NULL);
 	ASSERT_LE(0, s);
 	ASSERT_TRUE(carried_as_expected(variant->carrier, c));
 	EXPECT_EQ(tos, getint(c, lvl, opt));
-	EXPECT_EQ(idle, getint(c, SOL_TCP, TCP_KEEPIDLE));
-	EXPECT_EQ(1, getint(c, SOL_TCP, TCP_NODELAY));
 	close(s);
 	close(c);
 	close(lfd);
