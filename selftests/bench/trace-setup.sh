@@ -3,7 +3,8 @@
 # (docs/performance.md, "Where a connection's set-up goes").  Runs inside the VM:
 #   selftests/vm/run --mem 2048 --out DIR -- selftests/bench/trace-setup.sh [rdma|tcp] [COUNT] [PARK_MS]
 # and leaves DIR/trace-setup-CARRIER.txt (ftrace's function tracer on the set-up path's rdmasock,
-# rdma_cm, ib_cm, verbs and rxe functions, the socket system calls, on the monotonic clock) and
+# rdma_cm, ib_cm, verbs and rxe functions, the socket system calls, the scheduler's switches and
+# wake-ups, on the monotonic clock) and
 # DIR/setup-phases-CARRIER.txt, each traced function's mean offset from connect() (setup-phases.py).
 # Every traced event costs a few us under TCG: read the order and the large gaps, not small ones.
 set -eu
@@ -14,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 b=$here/../../build/selftests/rs_bench
 . "$here/ftrace.sh"
 # connect, accept, accept4, read, close: the calls rs_bench's connrate makes.
-ftrace_start 16384 'id == 42 || id == 43 || id == 288 || id == 0 || id == 3' sched_switch \
+ftrace_start 16384 'id == 42 || id == 43 || id == 288 || id == 0 || id == 3' 'sched_switch sched_wakeup' \
 	rs_connect rs_tcp_take_port rs_cm_connect rs_cm_handler rs_cm_route_resolved \
 	rs_conn_create rs_qp_create rs_cq_create rs_ring_alloc rs_tx_ring_create rs_dev_attach \
 	rs_cm_client_established rs_cm_request rs_child_alloc rs_cm_child_established \
@@ -32,7 +33,8 @@ ftrace_start 16384 'id == 42 || id == 43 || id == 288 || id == 0 || id == 3' sch
 	rs_park_accept rs_park_flush rs_link_move rs_post_reopen rs_rx_hello \
 	rs_cm_child_new rs_cm_child_queue rs_post_ready rs_client_ready rs_send_fin rs_comm_est \
 	rs_tcp_ensure rs_conn_reset rs_check_addr rs_policy_allows rs_neg_cache_hit rs_wait_connect \
-	rs_connect_established rs_park_settled kernel_getsockname
+	rs_connect_established rs_park_settled kernel_getsockname rs_child_rtu rs_child_established \
+	rs_wake rs_park_hello rs_hello_parse rs_rx_ctrl
 p=/sys/module/rdmasock/parameters/park_ms
 saved=$(cat $p)
 [ -z "$park_ms" ] || echo "$park_ms" > $p
