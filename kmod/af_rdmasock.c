@@ -985,19 +985,6 @@ static int rs_getsockopt_rdmasock(struct rs_sock *rs, int optname, char __user *
 	return 0;
 }
 
-/*
- * The family of the TCP socket a protocol option is read from (rs_tcp_ensure()): the one there is,
- * which answers every level but SOL_IPV6 when it is IPv4's, since a read must not replace it
- * (and lose what was set on it); else as setsockopt() would make one.
- */
-static int rs_opt_read_family(struct rs_sock *rs, int level)
-{
-	sock_owned_by_me(&rs->sk);
-	if (rs->tcp && (level != SOL_IPV6 || rs->tcp->sk->sk_family == AF_INET6))
-		return rs->tcp->sk->sk_family;
-	return level == SOL_IP ? AF_INET : AF_INET6;
-}
-
 static int rs_getsockopt(struct socket *sock, int level, int optname, char __user *optval,
 			 int __user *optlen)
 {
@@ -1012,7 +999,7 @@ static int rs_getsockopt(struct socket *sock, int level, int optname, char __use
 	} else if (level != SOL_TCP && level != SOL_IP && level != SOL_IPV6) {
 		err = -ENOPROTOOPT;
 	} else {
-		err = rs_tcp_ensure(rs, rs_opt_read_family(rs, level));
+		err = rs_tcp_ensure_read(rs, level);
 		/* Under lock_sock, as setsockopt: rs->tcp cannot change meanwhile. */
 		if (!err)
 			err = rs->tcp->ops->getsockopt(rs->tcp, level, optname, optval, optlen);

@@ -554,6 +554,19 @@ int rs_tcp_ensure(struct rs_sock *rs, int family)
 }
 
 /*
+ * The TCP socket a protocol option of @level is read from: the one there is, which answers every
+ * level but SOL_IPV6 when it is IPv4's, since a read must not replace it (and lose what was set on
+ * it); else one made as setsockopt() would make it.
+ */
+int rs_tcp_ensure_read(struct rs_sock *rs, int level)
+{
+	sock_owned_by_me(&rs->sk);
+	if (rs->tcp && (level != SOL_IPV6 || rs->tcp->sk->sk_family == AF_INET6))
+		return rs_tcp_ensure(rs, rs->tcp->sk->sk_family);
+	return rs_tcp_ensure(rs, level == SOL_IP ? AF_INET : AF_INET6);
+}
+
+/*
  * Before an RDMA attempt from a socket without a port: the TCP socket takes one, as its connect()
  * would, and the id binds to it (rs_cm_connect()).  An id left to itself takes a random port in
  * rdma_cm's space, which TCP knows nothing of: TCP could hand that port to a listener of ours,
@@ -840,8 +853,7 @@ static int rs_tcp_info(struct rs_sock *rs, char __user *optval, int __user *optl
 	int err;
 
 	sock_owned_by_me(&rs->sk);
-	/* A read: the TCP socket there is, of either family (it must not be replaced). */
-	err = rs_tcp_ensure(rs, rs->tcp ? rs->tcp->sk->sk_family : AF_INET6);
+	err = rs_tcp_ensure_read(rs, SOL_TCP);
 	return err ? err : rs->tcp->ops->getsockopt(rs->tcp, SOL_TCP, TCP_INFO, optval, optlen);
 }
 

@@ -9,6 +9,7 @@ extern const struct rs_carrier rs_tcp_carrier;
 
 void rs_tcp_set_keepalive(struct sock *tsk, bool on);
 int rs_tcp_ensure(struct rs_sock *rs, int family);
+int rs_tcp_ensure_read(struct rs_sock *rs, int level);
 void rs_tcp_take_port(struct rs_sock *rs);
 void rs_tcp_give_port(struct rs_sock *rs);
 int rs_tcp_connect_start(struct rs_sock *rs, struct sockaddr *addr, int len, int reason);

@@ -492,6 +492,15 @@ static bool rs_park_accept(struct rs_sock *o)
 	return true;
 }
 
+/* GIVEN: close_work frees what is left of @rs after @delay (jiffies), once only it acts on it. */
+static void rs_park_give(struct rs_sock *rs, unsigned long delay)
+{
+	spin_lock_bh(&rs_park_lock);
+	WRITE_ONCE(rs->park_state, RS_PARK_GIVEN);
+	mod_delayed_work(rs_wq, &rs->close_work, delay);
+	spin_unlock_bh(&rs_park_lock);
+}
+
 /*
  * close_work, the socket closed and its last work requests done (@idle) or given up on: does a
  * parked QP stay?  True: close_work is queued again (or a connect() will queue it) and must do
@@ -535,10 +544,7 @@ bool rs_park_hold(struct rs_sock *rs, bool idle)
 	if (!moved)
 		return false;
 	/* What is left of it goes later, off the new connection's way (rs_park_claim()). */
-	spin_lock_bh(&rs_park_lock);
-	WRITE_ONCE(rs->park_state, RS_PARK_GIVEN);
-	mod_delayed_work(rs_wq, &rs->close_work, RS_PARK_SHELL_DELAY);
-	spin_unlock_bh(&rs_park_lock);
+	rs_park_give(rs, RS_PARK_SHELL_DELAY);
 	return true;
 }
 
@@ -595,10 +601,7 @@ static int rs_park_claim(struct rs_sock *rs, struct rs_sock *o)
 	 * Its work queued now would be woken on this CPU, preempt us, and run before the OPEN we
 	 * are about to send is even received (the softirq that carries it is left to ksoftirqd).
 	 */
-	spin_lock_bh(&rs_park_lock);
-	WRITE_ONCE(o->park_state, RS_PARK_GIVEN);
-	mod_delayed_work(rs_wq, &o->close_work, err ? 0 : RS_PARK_SHELL_DELAY);
-	spin_unlock_bh(&rs_park_lock);
+	rs_park_give(o, err ? 0 : RS_PARK_SHELL_DELAY);
 	if (err) {
 		rs->flags = 0;
 		rs->sk.sk_state = TCP_CLOSE;
