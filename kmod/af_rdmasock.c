@@ -265,7 +265,15 @@ static struct rs_sock *rs_alloc_sock(struct net *net, struct socket *sock, int k
 	if (!sk)
 		return NULL;
 	sock_init_data(sock, sk);
+	/*
+	 * sock_init_data() takes the type from @sock: a CM child has none yet (sock_graft() at
+	 * accept() does not set it), and SO_TYPE must say SOCK_STREAM from the start, as a TCP
+	 * clone's does (TLS libraries, sd_is_socket() and net.FileConn check it).
+	 */
+	sk->sk_type = SOCK_STREAM;
 	sk->sk_protocol = like ? like->sk.sk_protocol : IPPROTO_TCP;
+	/* As inet_create(): SO_TXREHASH starts at the namespace's net.core.txrehash. */
+	sk->sk_txrehash = READ_ONCE(net->core.sysctl_txrehash);
 	if (family == AF_INET || family == AF_INET6)
 		rs_inet_lock_class(sk);
 	if (family == AF_INET6)
@@ -729,6 +737,12 @@ static int rs_getname(struct socket *sock, struct sockaddr *addr, int peer)
 
 	lock_sock(&rs->sk);
 	ret = rs_carrier(rs)->getname(rs, addr, peer);
+	/*
+	 * SO_PEERNAME (@peer 2) names the peer of a connection still being set up, or reset, as
+	 * inet_getname() does while the socket has one; getpeername() (1) says ENOTCONN then.
+	 */
+	if (ret == -ENOTCONN && peer == 2 && rs->peer_addr.ss_family)
+		ret = rs_name_copy(rs, addr, (struct sockaddr *)&rs->peer_addr);
 	release_sock(&rs->sk);
 	return ret;
 }

@@ -91,6 +91,7 @@ void rs_conn_reset(struct rs_sock *rs)
 	rs->ka_seen_at_probe = 0;
 	rs->ka_unanswered = 0;
 	WRITE_ONCE(rs->sk.sk_err, 0);
+	WRITE_ONCE(rs->rx_err, 0);
 	/* A former listener keeps its TCP socket (rs->tcp_final): lockless pollers may use it. */
 	WRITE_ONCE(rs->mode, RDMASOCK_MODE_NONE);
 }

@@ -236,6 +236,12 @@ void rs_abort(struct rs_sock *rs, int err)
 		return;
 	}
 	WRITE_ONCE(sk->sk_err, -err);
+	/*
+	 * Before the peer's FIN, a loss owes the reading side its error even when a writer or
+	 * SO_ERROR takes sk_err first: a stream cut short never reads as a clean EOF (rx.c).
+	 */
+	if (!test_bit(RS_F_PEER_FIN, &rs->flags))
+		WRITE_ONCE(rs->rx_err, -err);
 	WRITE_ONCE(sk->sk_shutdown, SHUTDOWN_MASK);
 	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 	rs->rx_cons = rs->rx_prod;	/* as a TCP reset, unread data is gone */

@@ -418,6 +418,30 @@ void rs_sol_init(struct rs_sock *rs)
 }
 
 /*
+ * The rest of what a clone copies and SOL_SOCKET reads back (SO_TIMESTAMP*, SO_RCVMARK,
+ * SO_TXREHASH, ...): flags no carrier acts on but that a child reports as its listener's.
+ */
+static void rs_sol_inherit_flags(struct rs_sock *child, const struct rs_sock *listener)
+{
+	static const enum sock_flags flags[] = {
+		SOCK_BROADCAST, SOCK_DBG, SOCK_TIMESTAMP, SOCK_RCVTSTAMP, SOCK_RCVTSTAMPNS,
+		SOCK_TIMESTAMPING_RX_SOFTWARE, SOCK_RXQ_OVFL, SOCK_WIFI_STATUS, SOCK_NOFCS,
+		SOCK_SELECT_ERR_QUEUE, SOCK_TSTAMP_NEW, SOCK_RCVMARK,
+	};
+	const struct sock *lsk = &listener->sk;
+	struct sock *sk = &child->sk;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(flags); i++)
+		sock_valbool_flag(sk, flags[i], sock_flag(lsk, flags[i]));
+	/* As sk_clone_lock(): __sk_destruct() gives it back (sock_disable_timestamp()). */
+	if (sk->sk_flags & SK_FLAGS_TIMESTAMP)
+		net_enable_timestamp();
+	sk->sk_tsflags = READ_ONCE(lsk->sk_tsflags);
+	sk->sk_txrehash = READ_ONCE(lsk->sk_txrehash);
+}
+
+/*
  * A child takes from our listener what a TCP child takes from its listener (its clone), RDMA and
  * TCP children alike, but SO_PRIORITY (sk_clone_lock() clears it).  A TCP child's own socket has
  * what reached our TCP listener before its handshake, and gets the rest (rs_tcp_sync()).  @child is
@@ -454,6 +478,7 @@ void rs_sol_inherit(struct rs_sock *child, const struct rs_sock *listener)
 	child->sol_seen = data_race(listener->sol_seen);
 	/* (Likewise: a bit added at that moment may be missed.) */
 	child->sol_set = data_race(listener->sol_set);
+	rs_sol_inherit_flags(child, listener);
 }
 
 /*

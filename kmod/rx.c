@@ -701,8 +701,17 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 		if (test_bit(RS_F_PEER_FIN, &rs->flags) && !test_bit(RS_F_ABORTED, &rs->flags) &&
 		    !test_bit(RS_F_RESUMING, &rs->flags))
 			break;
+		/*
+		 * A loss reports its error to a reader once (then EOF, as TCP after its reset was
+		 * reported), even if a writer or SO_ERROR took sk_err before: not a clean EOF.
+		 */
 		if (sk->sk_err) {
 			err = sock_error(sk);
+			WRITE_ONCE(rs->rx_err, 0);
+			break;
+		}
+		if (READ_ONCE(rs->rx_err)) {
+			err = -xchg(&rs->rx_err, 0);
 			break;
 		}
 		if ((sk->sk_shutdown & RCV_SHUTDOWN) && !test_bit(RS_F_RESUMING, &rs->flags))

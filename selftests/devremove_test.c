@@ -592,5 +592,129 @@ TEST(delete_device_during_transfer)
 	device_back(_metadata);
 }
 
+static int getint_so_error(int fd)
+{
+	int val = 0;
+	socklen_t len = sizeof(val);
+
+	return getsockopt(fd, SOL_SOCKET, SO_ERROR, &val, &len) ? -errno : val;
+}
+
+/* A connection through @lfd (an rdmasock listener at @ss), riding RDMA: *c the client, *s the child. */
+static int pair_on(int lfd, struct sockaddr_storage *ss, socklen_t len, int *c, int *s)
+{
+	*c = socket(rs_family_number(), SOCK_STREAM, 0);
+	if (*c < 0 || connect(*c, (struct sockaddr *)ss, len))
+		return -1;
+	*s = accept(lfd, NULL, NULL);
+	if (*s < 0 || rs_getint(*c, RDMASOCK_MODE) != RDMASOCK_MODE_RDMA ||
+	    rs_getint(*s, RDMASOCK_MODE) != RDMASOCK_MODE_RDMA)
+		return -1;
+	return 0;
+}
+
+struct blocked_read {
+	int fd;
+	ssize_t ret;
+	int err;
+};
+
+static void *read_one(void *p)
+{
+	struct blocked_read *b = p;
+	char c;
+
+	b->ret = recv(b->fd, &c, 1, 0);
+	b->err = b->ret < 0 ? errno : 0;
+	return NULL;
+}
+
+/*
+ * Without resume, a connection that loses its RDMA path is lost, and no end of it may read that
+ * as the peer's clean end of stream (TCP gives EOF only after the peer's FIN): a truncated file
+ * would pass for a whole one.  Every reader gets an error: readers of two connections streaming
+ * both ways (each socket's writer may take sk_err first, as in the report this test comes from),
+ * a reader blocked on an idle connection, a reader after poll() (POLLIN|POLLERR|POLLHUP, as TCP's
+ * after a reset), and readers arriving later, after a write or SO_ERROR took the error.
+ */
+TEST(lost_connection_never_reads_as_eof)
+{
+	struct stream st[4];
+	pthread_t wt[4], rt[4], bt;
+	struct blocked_read br;
+	struct sockaddr_storage ss;
+	struct pollfd pfd;
+	int lfd, c[5], s[5], ready;
+	socklen_t len;
+	char byte;
+
+	device_present(_metadata);
+	signal(SIGPIPE, SIG_IGN);
+	ASSERT_EQ(0, write_file(RESUME_PARAM, "N"));
+	lfd = make_listener(CARRIER_RDMASOCK, AF_INET, &ss, &len);
+	ASSERT_LE(0, lfd);
+	for (int i = 0; i < 5; i++)
+		ASSERT_EQ(0, pair_on(lfd, &ss, len, &c[i], &s[i]));
+	/* Connections 0 and 1 stream both ways, endlessly (far more than the test lets run). */
+	for (int i = 0; i < 4; i++) {
+		st[i] = (struct stream){ .wfd = i & 1 ? s[i / 2] : c[i / 2],
+					 .rfd = i & 1 ? c[i / 2] : s[i / 2],
+					 .seed = 40 + i, .total = 1ULL << 40, .epoll = i == 3 };
+		ASSERT_EQ(0, pthread_create(&wt[i], NULL, stream_write, &st[i]));
+		ASSERT_EQ(0, pthread_create(&rt[i], NULL, stream_read, &st[i]));
+	}
+	/* Connection 2: a reader blocked on it when the path goes. */
+	br = (struct blocked_read){ .fd = c[2] };
+	ASSERT_EQ(0, pthread_create(&bt, NULL, read_one, &br));
+	for (int t = 0; t < 600; t++) {
+		ready = 0;
+		for (int i = 0; i < 4; i++)
+			ready += st[i].got >= (256 << 10);
+		if (ready == 4)
+			break;
+		usleep(50000);
+	}
+	ASSERT_EQ(4, ready);
+
+	ASSERT_EQ(0, delete_device(60));
+	for (int i = 0; i < 4; i++) {
+		pthread_join(wt[i], NULL);
+		pthread_join(rt[i], NULL);
+	}
+	pthread_join(bt, NULL);
+	write_file(RESUME_PARAM, "Y");
+	for (int i = 0; i < 4; i++) {
+		EXPECT_FALSE(st[i].eof) TH_LOG("stream %d read EOF at %zu", i, (size_t)st[i].got);
+		EXPECT_LT(0, st[i].rerr) TH_LOG("stream %d's reader: %d", i, st[i].rerr);
+		EXPECT_LT(0, st[i].werr) TH_LOG("stream %d's writer: %d", i, st[i].werr);
+	}
+	EXPECT_EQ(-1, br.ret) TH_LOG("a blocked reader got %zd", br.ret);
+	EXPECT_NE(0, br.err);
+	/* Connection 2's other end, and 3: a reader after poll(), as after TCP's reset. */
+	for (int i = 0; i < 2; i++) {
+		int fd = i ? c[3] : s[2];
+
+		pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+		ASSERT_EQ(1, poll(&pfd, 1, 10000));
+		EXPECT_EQ(POLLIN | POLLERR | POLLHUP, pfd.revents & (POLLIN | POLLERR | POLLHUP));
+		EXPECT_EQ(-1, recv(fd, &byte, 1, MSG_DONTWAIT));
+		EXPECT_NE(EAGAIN, errno);
+	}
+	/* Readers arriving after a write (3's other end) or SO_ERROR (4's) took the error. */
+	EXPECT_EQ(-1, send(s[3], "x", 1, MSG_NOSIGNAL));
+	EXPECT_EQ(-1, recv(s[3], &byte, 1, 0)) TH_LOG("a read after a failed write: EOF");
+	EXPECT_NE(0, getint_so_error(c[4]));
+	EXPECT_EQ(-1, recv(c[4], &byte, 1, 0)) TH_LOG("a read after SO_ERROR: EOF");
+	EXPECT_NE(0, getint_so_error(s[4]));
+	EXPECT_EQ(-1, recv(s[4], &byte, 1, MSG_DONTWAIT));
+	EXPECT_NE(EAGAIN, errno);
+	for (int i = 0; i < 5; i++) {
+		close(c[i]);
+		close(s[i]);
+	}
+	close(lfd);
+	device_back(_metadata);
+}
+
 #include "harness_main.h"
 RS_TEST_MAIN

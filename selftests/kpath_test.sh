@@ -128,7 +128,7 @@ pids=()
 want="domain 2 protocol $proto"
 if [ $st = 0 ] && [ $sst = 0 ] && grep -q "kernel path (go binary)" "$work/gc.err" &&
 	[ "$(grep -c "connected $want mode 1" "$work/gc.out")" = 2 ] &&
-	[ "$(grep -c "accepted $want mode 1" "$work/gs.out")" = 2 ] &&
+	[ "$(grep -c "accepted $want mode 1 type 1" "$work/gs.out")" = 2 ] &&
 	grep -q "listening $want" "$work/gs.out" && grep -q "echoed 4000000 bytes" "$work/gc.out" &&
 	[ "$(since rdma)" -ge 4 ] && [ "$(since fallbacks)" = 0 ] && [ "$(since cgroup)" -ge 3 ]; then
 	ok "a Go echo pair runs over RDMA through the kernel path ($(since rdma) RDMA connection ends)"
@@ -199,7 +199,7 @@ wait "${pids[0]}"
 pids=()
 if [ $st = 0 ] && [ $st1 = 0 ] && [ $st2 = 0 ] && [ $st3 = 0 ] &&
 	grep -q "^  $cg id" "$work/ctl.out" && grep -q "BPF program: attached" "$work/ctl.out" &&
-	[ "$(head -n 1 "$work/gc.out")" = "connected domain 2 protocol $proto mode 1" ] &&
+	[ "$(head -n 1 "$work/gc.out")" = "connected domain 2 protocol $proto mode 1 type 1" ] &&
 	grep -q "connected domain 2 protocol 6 mode -1" "$work/gc.out" &&
 	[ "$(since rdma)" = 2 ] && [ "$(since cgroup)" -ge 2 ] && [ ! -e /sys/fs/bpf/rdmasock/redirect ]; then
 	ok "rdmasock-ctl enable/disable switches an existing cgroup"
@@ -244,7 +244,7 @@ st1=$?
 st2=$?
 wait "${pids[0]}"
 pids=()
-if [ $st1 = 0 ] && [ $st2 = 0 ] && [ "$(sed -n 1p "$work/gc.out")" = "connected domain 2 protocol $proto mode 2" ] &&
+if [ $st1 = 0 ] && [ $st2 = 0 ] && [ "$(sed -n 1p "$work/gc.out")" = "connected domain 2 protocol $proto mode 2 type 1" ] &&
 	grep -q "connected domain 2 protocol 6 mode -1" "$work/gc.out" && [ "$(since rdma)" = 0 ] &&
 	[ "$(cnt fallback_forced)" -ge 1 ]; then
 	ok "policy rules: deny port= at connect (forced TCP), deny program= at socket()"

@@ -8,7 +8,8 @@
 //	goecho send ADDR:PORT BYTES   send BYTES pseudo-random bytes, read them back, compare
 //
 // Both print the SO_DOMAIN and SO_PROTOCOL of their sockets, as a program inspecting them would,
-// and rdmasock's RDMASOCK_MODE (-1 for a socket that is not rdmasock's, 1 RDMA, 2 TCP).
+// rdmasock's RDMASOCK_MODE (-1 for a socket that is not rdmasock's, 1 RDMA, 2 TCP) and SO_TYPE
+// (net.FileConn, TLS libraries and sd_is_socket() check it: 1, SOCK_STREAM).
 package main
 
 import (
@@ -33,17 +34,18 @@ func describe(c syscall.Conn) string {
 	if err != nil {
 		return "?"
 	}
-	var dom, proto, mode int
+	var dom, proto, mode, typ int
 	raw.Control(func(fd uintptr) {
 		var err error
 		dom, _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_DOMAIN)
 		proto, _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_PROTOCOL)
+		typ, _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TYPE)
 		mode, err = syscall.GetsockoptInt(int(fd), solRdmasock, rdmasockMode)
 		if err != nil {
 			mode = -1
 		}
 	})
-	return fmt.Sprintf("domain %d protocol %d mode %d", dom, proto, mode)
+	return fmt.Sprintf("domain %d protocol %d mode %d type %d", dom, proto, mode, typ)
 }
 
 func fail(f string, a ...interface{}) {
