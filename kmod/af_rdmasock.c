@@ -455,6 +455,12 @@ static int rs_connect_tcp(struct rs_sock *rs, struct sockaddr *addr, int len, in
 	lock_sock(&rs->sk);
 	if (!err || err == -EISCONN)
 		sock->state = SS_CONNECTED;
+	/*
+	 * The error TCP's connect() reported was its pending one (sock_error()): ours, its mirror
+	 * (rs_tcp_mirror()), is spent with it, or SO_ERROR would report it again.
+	 */
+	else if (err != -EINPROGRESS && err != -EALREADY && !READ_ONCE(rs->tcp->sk->sk_err))
+		WRITE_ONCE(rs->sk.sk_err, 0);
 	return err;
 }
 
@@ -739,9 +745,12 @@ static int rs_getname(struct socket *sock, struct sockaddr *addr, int peer)
 	ret = rs_carrier(rs)->getname(rs, addr, peer);
 	/*
 	 * SO_PEERNAME (@peer 2) names the peer of a connection still being set up, or reset, as
-	 * inet_getname() does while the socket has one; getpeername() (1) says ENOTCONN then.
+	 * inet_getname() does while the socket has one (not after a failed connect(): TCP's
+	 * tcp_disconnect() forgets it); getpeername() (1) says ENOTCONN then.  On TCP, TCP says.
+	 * (While connecting, the CM handler may be filling in a link-local scope: either is right.)
 	 */
-	if (ret == -ENOTCONN && peer == 2 && rs->peer_addr.ss_family)
+	if (ret == -ENOTCONN && peer == 2 && sock->state != SS_UNCONNECTED && !rs_is_tcp(rs) &&
+	    rs->peer_addr.ss_family)
 		ret = rs_name_copy(rs, addr, (struct sockaddr *)&rs->peer_addr);
 	release_sock(&rs->sk);
 	return ret;

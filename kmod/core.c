@@ -237,10 +237,13 @@ void rs_abort(struct rs_sock *rs, int err)
 	}
 	WRITE_ONCE(sk->sk_err, -err);
 	/*
-	 * Before the peer's FIN, a loss owes the reading side its error even when a writer or
-	 * SO_ERROR takes sk_err first: a stream cut short never reads as a clean EOF (rx.c).
+	 * A connection (not a connect, which connect() fails) whose stream did not end whole,
+	 * with the peer's FIN and nothing unread dropped, owes the reading side its error even
+	 * when a writer or SO_ERROR takes sk_err first: never a clean EOF (rs_rx_take_error()).
 	 */
-	if (!test_bit(RS_F_PEER_FIN, &rs->flags))
+	if (sk->sk_state != TCP_SYN_SENT &&
+	    (!test_bit(RS_F_PEER_FIN, &rs->flags) || rs->rx_cons != rs->rx_prod ||
+	     (test_bit(RS_F_RESUME_DETACHED, &rs->flags) && rs->resume_rx != rs->rx_prod)))
 		WRITE_ONCE(rs->rx_err, -err);
 	WRITE_ONCE(sk->sk_shutdown, SHUTDOWN_MASK);
 	WRITE_ONCE(sk->sk_state, TCP_CLOSE);

@@ -423,18 +423,19 @@ void rs_sol_init(struct rs_sock *rs)
  */
 static void rs_sol_inherit_flags(struct rs_sock *child, const struct rs_sock *listener)
 {
-	static const enum sock_flags flags[] = {
-		SOCK_BROADCAST, SOCK_DBG, SOCK_TIMESTAMP, SOCK_RCVTSTAMP, SOCK_RCVTSTAMPNS,
-		SOCK_TIMESTAMPING_RX_SOFTWARE, SOCK_RXQ_OVFL, SOCK_WIFI_STATUS, SOCK_NOFCS,
-		SOCK_SELECT_ERR_QUEUE, SOCK_TSTAMP_NEW, SOCK_RCVMARK,
-	};
+	const unsigned long mask = BIT(SOCK_BROADCAST) | BIT(SOCK_DBG) | BIT(SOCK_TIMESTAMP) |
+		BIT(SOCK_RCVTSTAMP) | BIT(SOCK_RCVTSTAMPNS) | BIT(SOCK_TIMESTAMPING_RX_SOFTWARE) |
+		BIT(SOCK_RXQ_OVFL) | BIT(SOCK_WIFI_STATUS) | BIT(SOCK_NOFCS) |
+		BIT(SOCK_SELECT_ERR_QUEUE) | BIT(SOCK_TSTAMP_NEW) | BIT(SOCK_RCVMARK);
 	const struct sock *lsk = &listener->sk;
 	struct sock *sk = &child->sk;
-	int i;
 
-	for (i = 0; i < ARRAY_SIZE(flags); i++)
-		sock_valbool_flag(sk, flags[i], sock_flag(lsk, flags[i]));
-	/* As sk_clone_lock(): __sk_destruct() gives it back (sock_disable_timestamp()). */
+	/* One snapshot of the listener's; the child, new, has none of these yet. */
+	sk->sk_flags = (sk->sk_flags & ~mask) | (READ_ONCE(lsk->sk_flags) & mask);
+	/*
+	 * As sk_clone_lock(): __sk_destruct() gives it back (sock_disable_timestamp(): every
+	 * family of ours "needs netstamp", as all but AF_UNIX and AF_UNSPEC do).
+	 */
 	if (sk->sk_flags & SK_FLAGS_TIMESTAMP)
 		net_enable_timestamp();
 	sk->sk_tsflags = READ_ONCE(lsk->sk_tsflags);

@@ -178,7 +178,7 @@ struct rs_sock {
 	struct rs_policy *policy;	/* its cgroup's rules (policy.c), from socket() on */
 	struct rs_sol sol_seen;		/* our SOL_SOCKET state as last passed to rs->tcp */
 	u32 sol_set;			/* BIT(RS_SOL_*) the user ever changed */
-	int rx_err;			/* a loss's error owed to the next read (rs_abort) */
+	int rx_err;			/* errno (> 0) a loss owes the next read (rs->lock) */
 
 	/* RDMA resources (conn.c, wr.c, ring.c).  Changed in process context under lock_sock. */
 	struct rdma_cm_id *cm_id;

@@ -615,6 +615,22 @@ static void rs_rx_consumed_to(struct rs_sock *rs, u64 pos, u64 *seen_cons)
 	rs_rx_announce(rs, false);
 }
 
+/*
+ * The error a reader gets: sk_err, else what a loss owes the reading side after a writer or
+ * SO_ERROR took sk_err.  rs_abort() sets both under rs->lock: taken together, both are spent.
+ */
+static int rs_rx_take_error(struct rs_sock *rs)
+{
+	int err, owed;
+
+	spin_lock_bh(&rs->lock);
+	err = sock_error(&rs->sk);
+	owed = rs->rx_err;
+	WRITE_ONCE(rs->rx_err, 0);
+	spin_unlock_bh(&rs->lock);
+	return err ? : -owed;
+}
+
 int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flags)
 {
 	struct sock *sk = &rs->sk;
@@ -703,16 +719,15 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 			break;
 		/*
 		 * A loss reports its error to a reader once (then EOF, as TCP after its reset was
-		 * reported), even if a writer or SO_ERROR took sk_err before: not a clean EOF.
+		 * reported), even if a writer or SO_ERROR took sk_err before: not a clean EOF.  As
+		 * tcp_recvmsg(): the bytes copied first, the error on the next call.
 		 */
-		if (sk->sk_err) {
-			err = sock_error(sk);
-			WRITE_ONCE(rs->rx_err, 0);
-			break;
-		}
-		if (READ_ONCE(rs->rx_err)) {
-			err = -xchg(&rs->rx_err, 0);
-			break;
+		if (READ_ONCE(sk->sk_err) || READ_ONCE(rs->rx_err)) {
+			if (copied)
+				break;
+			err = rs_rx_take_error(rs);
+			if (err)
+				break;
 		}
 		if ((sk->sk_shutdown & RCV_SHUTDOWN) && !test_bit(RS_F_RESUMING, &rs->flags))
 			break;

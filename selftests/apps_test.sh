@@ -14,21 +14,6 @@ pids=()
 . "$top/selftests/tap.sh"
 trap 'stop_all; rm -rf "$work"' EXIT
 
-# check NAME MIN_RDMA_CONNS EXPECT_FALLBACKS STATUS [LOG...]: record one test from the counter
-# deltas; on failure show the tail of the logs named.
-check() {
-	local name=$1 min=$2 fb=$3 status=$4 rdma=$(( $(cnt connections_rdma) - rdma0 ))
-	local fbs=$(( $(fallbacks) - fb0 ))
-	shift 4
-	if [ "$status" = 0 ] && [ "$rdma" -ge "$min" ] && [ "$fbs" = "$fb" ]; then
-		ok "$name ($rdma RDMA connection ends, $fbs fallbacks)"
-	else
-		not_ok "$name" "status $status, $rdma RDMA connection ends (want >= $min), $fbs fallbacks (want $fb)"
-		for log in "$@"; do tail -n 5 "$log" | sed "s|^|# $(basename "$log"): |"; done
-	fi
-}
-begin() { rdma0=$(cnt connections_rdma); fb0=$(fallbacks); }
-
 echo "TAP version 13"
 head -c 24M /dev/urandom > "$work/blob"
 

@@ -21,7 +21,7 @@ PKGS=(linux-image-amd64 linux-headers-amd64 linux-image-6.12-amd64 linux-headers
 	librdmacm-dev iproute2 sparse linux-source-6.1 kmod xz-utils cpio gcc make bc flex bison
 	libelf-dev procps iperf3 sockperf redis-server redis-tools nginx openssh-server
 	openssh-client curl python3 libssl-dev libpython3.11-testsuite clang libbpf-dev bpftool
-	golang-go)
+	golang-go openssl postgresql)
 [ $packaging = 1 ] && PKGS+=(dpkg-dev debhelper dh-dkms dkms lintian fakeroot man-db)
 [ $bench = 1 ] && PKGS+=(gnuplot-nox nvme-cli perftest librdmacm1)
 

@@ -619,6 +619,16 @@ struct blocked_read {
 	int err;
 };
 
+static void *read_waitall(void *p)
+{
+	struct blocked_read *b = p;
+	char buf[100];
+
+	b->ret = recv(b->fd, buf, sizeof(buf), MSG_WAITALL);
+	b->err = b->ret < 0 ? errno : 0;
+	return NULL;
+}
+
 static void *read_one(void *p)
 {
 	struct blocked_read *b = p;
@@ -644,7 +654,10 @@ TEST(lost_connection_never_reads_as_eof)
 	struct blocked_read br;
 	struct sockaddr_storage ss;
 	struct pollfd pfd;
-	int lfd, c[5], s[5], ready;
+	int lfd, c[7], s[7], ready;
+	struct blocked_read wa;
+	pthread_t wat;
+	char buf[1000];
 	socklen_t len;
 	char byte;
 
@@ -653,8 +666,17 @@ TEST(lost_connection_never_reads_as_eof)
 	ASSERT_EQ(0, write_file(RESUME_PARAM, "N"));
 	lfd = make_listener(CARRIER_RDMASOCK, AF_INET, &ss, &len);
 	ASSERT_LE(0, lfd);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 7; i++)
 		ASSERT_EQ(0, pair_on(lfd, &ss, len, &c[i], &s[i]));
+	/* Connection 5: a MSG_WAITALL reader that has part of what it waits for. */
+	ASSERT_EQ(10, send(c[5], buf, 10, 0));
+	wa = (struct blocked_read){ .fd = s[5] };
+	ASSERT_EQ(0, pthread_create(&wat, NULL, read_waitall, &wa));
+	/* Connection 6: the peer's bytes and FIN, unread when the path goes (dropped: not EOF). */
+	memset(buf, 'y', sizeof(buf));
+	ASSERT_EQ(sizeof(buf), send(c[6], buf, sizeof(buf), 0));
+	ASSERT_EQ(0, shutdown(c[6], SHUT_WR));
+	ASSERT_EQ(POLLIN, poll_one(s[6], POLLIN, 10000));
 	/* Connections 0 and 1 stream both ways, endlessly (far more than the test lets run). */
 	for (int i = 0; i < 4; i++) {
 		st[i] = (struct stream){ .wfd = i & 1 ? s[i / 2] : c[i / 2],
@@ -682,7 +704,12 @@ TEST(lost_connection_never_reads_as_eof)
 		pthread_join(rt[i], NULL);
 	}
 	pthread_join(bt, NULL);
+	pthread_join(wat, NULL);
 	write_file(RESUME_PARAM, "Y");
+	/* The bytes it had (or its error at once); then the error, never EOF. */
+	EXPECT_TRUE(wa.ret == 10 || wa.ret == -1) TH_LOG("MSG_WAITALL read gave %zd", wa.ret);
+	if (wa.ret == 10)
+		EXPECT_EQ(-1, recv(s[5], &byte, 1, 0)) TH_LOG("after a partial MSG_WAITALL: EOF");
 	for (int i = 0; i < 4; i++) {
 		EXPECT_FALSE(st[i].eof) TH_LOG("stream %d read EOF at %zu", i, (size_t)st[i].got);
 		EXPECT_LT(0, st[i].rerr) TH_LOG("stream %d's reader: %d", i, st[i].rerr);
@@ -708,7 +735,10 @@ TEST(lost_connection_never_reads_as_eof)
 	EXPECT_NE(0, getint_so_error(s[4]));
 	EXPECT_EQ(-1, recv(s[4], &byte, 1, MSG_DONTWAIT));
 	EXPECT_NE(EAGAIN, errno);
-	for (int i = 0; i < 5; i++) {
+	/* The peer had ended its stream, but its bytes were never read: not a whole stream. */
+	EXPECT_NE(0, getint_so_error(s[6]));
+	EXPECT_GT(0, recv(s[6], buf, sizeof(buf), MSG_DONTWAIT)) TH_LOG("dropped bytes read as EOF");
+	for (int i = 0; i < 7; i++) {
 		close(c[i]);
 		close(s[i]);
 	}

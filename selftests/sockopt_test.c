@@ -149,7 +149,7 @@ static const struct setting settings[] = {
 
 enum kind {
 	K_UNBOUND, K_BOUND, K_LISTENING, K_CONNECTING, K_CONNECTED, K_ACCEPTED, K_ACCEPTED_SET,
-	K_REUSEPORT_CHILD, K_CONNECTED_SET, K_PEER_CLOSED, K_PEER_RESET,
+	K_REUSEPORT_CHILD, K_CONNECTED_SET, K_PEER_CLOSED, K_PEER_RESET, K_REFUSED,
 };
 
 /* One socket of a kind, and what it needs kept open meanwhile. */
@@ -258,6 +258,15 @@ static bool make_kind(enum carrier c, int af, enum kind k, struct made *m)
 	case K_LISTENING:
 		m->fd = listener(c, af, &ss, &len, false, NULL, NULL);
 		return m->fd >= 0;
+	case K_REFUSED:
+		/* A blocking connect() refused: a port just closed, nobody listens there. */
+		l = listener(c, af, &ss, &len, false, NULL, NULL);
+		if (l < 0)
+			return false;
+		close(l);
+		m->fd = carrier_socket(c, af, SOCK_STREAM);
+		return m->fd >= 0 && connect(m->fd, (struct sockaddr *)&ss, len) &&
+		       errno == ECONNREFUSED;
 	default:
 		break;
 	}
@@ -512,6 +521,7 @@ KIND_TEST(accepted_from_a_reuseport_group, K_REUSEPORT_CHILD)
 KIND_TEST(connected_with_options_set, K_CONNECTED_SET)
 KIND_TEST(closed_by_the_peer, K_PEER_CLOSED)
 KIND_TEST(reset_by_the_peer, K_PEER_RESET)
+KIND_TEST(connect_refused, K_REFUSED)
 
 #include "harness_main.h"
 RS_TEST_MAIN

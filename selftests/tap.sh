@@ -1,5 +1,6 @@
-# Shared by the shell selftests (sourced): TAP lines, the module's counters, servers in the
-# background.  The test sets n=0 pass=0 fail=0 skip=0 and pids=() before.
+# Shared by the shell selftests (sourced): TAP lines, the module's counters (and a test's deltas
+# of them: begin, check), servers in the background.  The test sets n=0 pass=0 fail=0 skip=0 and
+# pids=() before.
 # shellcheck shell=bash
 
 ok() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n $1"; }
@@ -15,6 +16,22 @@ tap_end() {
 # A counter of /proc/net/rdmasock_stat, and all fallbacks summed.
 cnt() { awk -v k="$1" '$1 == k { print $2 }' /proc/net/rdmasock_stat; }
 fallbacks() { awk '/^fallback_/ { s += $2 } END { print s }' /proc/net/rdmasock_stat; }
+
+# begin: the counters before a test; check NAME MIN_RDMA_CONNS EXPECT_FALLBACKS STATUS [LOG...]:
+# record that test from their deltas (at least MIN_RDMA_CONNS RDMA connection ends, exactly
+# EXPECT_FALLBACKS fallbacks, STATUS 0); on failure show the tail of the logs named.
+begin() { rdma0=$(cnt connections_rdma); fb0=$(fallbacks); }
+check() {
+	local name=$1 min=$2 fb=$3 status=$4 rdma=$(( $(cnt connections_rdma) - rdma0 ))
+	local fbs=$(( $(fallbacks) - fb0 ))
+	shift 4
+	if [ "$status" = 0 ] && [ "$rdma" -ge "$min" ] && [ "$fbs" = "$fb" ]; then
+		ok "$name ($rdma RDMA connection ends, $fbs fallbacks)"
+	else
+		not_ok "$name" "status $status, $rdma RDMA connection ends (want >= $min), $fbs fallbacks (want $fb)"
+		for log in "$@"; do tail -n 5 "$log" | sed "s|^|# $(basename "$log"): |"; done
+	fi
+}
 
 # Until something listens on TCP port $1 (an rdmasock listener's TCP socket counts), 30 s at most.
 wait_port() {
