@@ -19,6 +19,7 @@
 #include <net/tcp_states.h>
 #include <net/tcp.h>
 #include <net/protocol.h>
+#include <net/inet_common.h>
 #include <linux/bpf-cgroup.h>
 #include <net/ipv6.h>
 #include "rdmasock.h"
@@ -70,7 +71,9 @@ static void rs_sk_destruct(struct sock *sk)
 		sock_put(&rs->parent->sk);
 }
 
-static const struct proto_ops rs_proto_ops;
+static const struct proto_ops rs_proto_ops[2];
+/* Whether rs_set_peek_off() is offered: TCP's choice, read once at load. */
+static bool rs_peek_off __ro_after_init;
 static struct proto rs_proto;
 
 /* ---- the carrier of a connect(): RDMA, or TCP when RDMA cannot be had ---- */
@@ -325,7 +328,7 @@ static int rs_create(struct net *net, struct socket *sock, int protocol, int ker
 	if (protocol && protocol != IPPROTO_TCP)
 		return -EPROTONOSUPPORT;
 	sock->state = SS_UNCONNECTED;
-	sock->ops = &rs_proto_ops;
+	sock->ops = &rs_proto_ops[rs_peek_off];
 	rs_set_custom_sockopt(sock);
 	rs = rs_alloc_sock(net, sock, kern, NULL);
 	if (!rs)
@@ -1071,8 +1074,22 @@ static int rs_set_rcvlowat(struct sock *sk, int val)
 	return rs_tcp_set_rcvlowat(rs_sk(sk), val);
 }
 
-/* The same calls for the family's sockets and for AF_INET's and AF_INET6's (.family differs). */
-#define RS_PROTO_OPS(fam) {				\
+/*
+ * SO_PEEK_OFF, where the kernel's TCP has it (6.9+: inet_stream_ops.set_peek_off), so that
+ * getsockopt() and setsockopt() answer as TCP's do on each kernel (EOPNOTSUPP before).  The
+ * offset is ours (rx.c reads it) and the TCP socket's (rs_sol_apply()).
+ */
+static int rs_set_peek_off(struct sock *sk, int val)
+{
+	WRITE_ONCE(sk->sk_peek_off, val);
+	return 0;
+}
+
+/*
+ * The same calls for the family's sockets and for AF_INET's and AF_INET6's (.family differs), each
+ * without and with SO_PEEK_OFF ([rs_peek_off]).
+ */
+#define RS_PROTO_OPS(fam, peek_off) {			\
 	.family = (fam),				\
 	.owner = THIS_MODULE,				\
 	.release = rs_release_op,			\
@@ -1091,11 +1108,20 @@ static int rs_set_rcvlowat(struct sock *sk, int val)
 	.recvmsg = rs_recvmsg,				\
 	.mmap = sock_no_mmap,				\
 	.set_rcvlowat = rs_set_rcvlowat,		\
+	.set_peek_off = (peek_off),			\
 }
 
-static const struct proto_ops rs_proto_ops = RS_PROTO_OPS(PF_UNSPEC);
-static const struct proto_ops rs_inet_ops = RS_PROTO_OPS(PF_INET);
-static const struct proto_ops rs_inet6_ops = RS_PROTO_OPS(PF_INET6);
+static const struct proto_ops rs_proto_ops[2] = {
+	RS_PROTO_OPS(PF_UNSPEC, NULL), RS_PROTO_OPS(PF_UNSPEC, rs_set_peek_off),
+};
+
+static const struct proto_ops rs_inet_ops[2] = {
+	RS_PROTO_OPS(PF_INET, NULL), RS_PROTO_OPS(PF_INET, rs_set_peek_off),
+};
+
+static const struct proto_ops rs_inet6_ops[2] = {
+	RS_PROTO_OPS(PF_INET6, NULL), RS_PROTO_OPS(PF_INET6, rs_set_peek_off),
+};
 
 static int rs_family_create(struct net *net, struct socket *sock, int protocol, int kern)
 {
@@ -1161,13 +1187,13 @@ static struct proto rs_inet6_proto = {
 static struct inet_protosw rs_inet_protosw = {
 	.type = SOCK_STREAM,
 	.prot = &rs_inet_proto,
-	.ops = &rs_inet_ops,
+	.ops = rs_inet_ops,
 };
 
 static struct inet_protosw rs_inet6_protosw = {
 	.type = SOCK_STREAM,
 	.prot = &rs_inet6_proto,
-	.ops = &rs_inet6_ops,
+	.ops = rs_inet6_ops,
 };
 
 /* socket(AF_INET or AF_INET6, SOCK_STREAM, IPPROTO_RDMASOCK), unless ipproto=0. */
@@ -1194,6 +1220,8 @@ static int rs_inet_register(void)
 		goto out_inet;
 	rs_inet_protosw.protocol = rs_ipproto;
 	rs_inet6_protosw.protocol = rs_ipproto;
+	rs_inet_protosw.ops = &rs_inet_ops[rs_peek_off];
+	rs_inet6_protosw.ops = &rs_inet6_ops[rs_peek_off];
 	inet_register_protosw(&rs_inet_protosw);
 	err = inet6_register_protosw(&rs_inet6_protosw);
 	if (err)
@@ -1244,6 +1272,7 @@ static int __init rs_init(void)
 	/* Before 6.5, inet6_create() finds the ipv6_pinfo at the end of the object. */
 	BUILD_BUG_ON(offsetof(struct rs6_sock, inet6) + sizeof(struct ipv6_pinfo) !=
 		     sizeof(struct rs6_sock));
+	rs_peek_off = !!inet_stream_ops.set_peek_off;
 	if (rs_family <= AF_UNSPEC || rs_family >= NPROTO) {
 		pr_err("family=%d is outside 1..%d\n", rs_family, NPROTO - 1);
 		return -EINVAL;

@@ -225,6 +225,7 @@ static void rs_sol_read(const struct sock *sk, struct rs_sol *v)
 	v->bound_dev_if = READ_ONCE(sk->sk_bound_dev_if);
 	v->priority = READ_ONCE(sk->sk_priority);
 	v->mark = READ_ONCE(sk->sk_mark);
+	v->peek_off = READ_ONCE(sk->sk_peek_off);
 	v->linger = sock_flag(sk, SOCK_LINGER);
 	v->urginline = sock_flag(sk, SOCK_URGINLINE);
 	v->localroute = sock_flag(sk, SOCK_LOCALROUTE);
@@ -273,6 +274,8 @@ static u32 rs_sol_diff(const struct rs_sol *a, const struct rs_sol *b)
 		d |= BIT(RS_SOL_DEV);
 	if (a->max_pacing_rate != b->max_pacing_rate)
 		d |= BIT(RS_SOL_PACING);
+	if (a->peek_off != b->peek_off)
+		d |= BIT(RS_SOL_PEEK_OFF);
 	return d;
 }
 
@@ -344,6 +347,9 @@ static void rs_sol_apply(struct sock *tsk, const struct rs_sol *v, u32 mask)
 		WRITE_ONCE(tsk->sk_pacing_rate, min(READ_ONCE(tsk->sk_pacing_rate),
 						    v->max_pacing_rate));
 	}
+	/* (Set only where TCP has SO_PEEK_OFF: rs_set_peek_off().) */
+	if (mask & BIT(RS_SOL_PEEK_OFF))
+		WRITE_ONCE(tsk->sk_peek_off, v->peek_off);
 	if (route)
 		sk_dst_reset(tsk);
 }
@@ -368,6 +374,25 @@ static void rs_sol_push(struct rs_sock *rs, struct sock *tsk, bool fresh)
 	rs->sol_seen = now;
 	rs->sol_set |= changed;
 	rs_sol_apply(tsk, &now, fresh ? rs->sol_set : changed);
+	release_sock(tsk);
+}
+
+/*
+ * SO_PEEK_OFF moves as TCP's reads move it (6.9+): SO_PEEK_OFF on our socket says where TCP's
+ * stands, and is not passed back down as a change of the user's.
+ */
+static void rs_tcp_peek_off_back(struct rs_sock *rs)
+{
+	struct sock *tsk = rs->tcp->sk;
+
+	int seen, now;
+
+	lock_sock(tsk);
+	seen = rs->sol_seen.peek_off;
+	now = READ_ONCE(tsk->sk_peek_off);
+	/* (Unless the user set another meanwhile: rs_set_peek_off() takes no lock.) */
+	if (cmpxchg(&rs->sk.sk_peek_off, seen, now) == seen)
+		rs->sol_seen.peek_off = now;
 	release_sock(tsk);
 }
 
@@ -464,6 +489,7 @@ void rs_sol_inherit(struct rs_sock *child, const struct rs_sock *listener)
 	sk->sk_sndbuf = v.sndbuf;
 	sk->sk_bound_dev_if = v.bound_dev_if;
 	sk->sk_mark = v.mark;
+	sk->sk_peek_off = v.peek_off;
 	sock_valbool_flag(sk, SOCK_LINGER, v.linger);
 	sock_valbool_flag(sk, SOCK_URGINLINE, v.urginline);
 	sock_valbool_flag(sk, SOCK_LOCALROUTE, v.localroute);
@@ -811,8 +837,13 @@ static int rs_tcp_sendmsg(struct rs_sock *rs, struct msghdr *msg, size_t len)
 
 static int rs_tcp_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flags)
 {
+	int ret;
+
 	rs_tcp_sync(rs);
-	return rs->tcp->ops->recvmsg(rs->tcp, msg, len, flags);
+	ret = rs->tcp->ops->recvmsg(rs->tcp, msg, len, flags);
+	if (unlikely(ret > 0 && READ_ONCE(rs->sk.sk_peek_off) >= 0))
+		rs_tcp_peek_off_back(rs);
+	return ret;
 }
 
 static __poll_t rs_tcp_poll(struct rs_sock *rs, struct file *file)

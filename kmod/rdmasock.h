@@ -143,13 +143,13 @@ struct rs_rp_group;
 enum rs_sol_field {
 	RS_SOL_RCVTIMEO, RS_SOL_SNDTIMEO, RS_SOL_RCVLOWAT, RS_SOL_LINGER, RS_SOL_URGINLINE,
 	RS_SOL_LOCALROUTE, RS_SOL_KEEPOPEN, RS_SOL_REUSE, RS_SOL_REUSEPORT, RS_SOL_RCVBUF,
-	RS_SOL_SNDBUF, RS_SOL_PRIORITY, RS_SOL_MARK, RS_SOL_DEV, RS_SOL_PACING,
+	RS_SOL_SNDBUF, RS_SOL_PRIORITY, RS_SOL_MARK, RS_SOL_DEV, RS_SOL_PACING, RS_SOL_PEEK_OFF,
 };
 
 struct rs_sol {
 	long rcvtimeo, sndtimeo, lingertime;
 	unsigned long max_pacing_rate;
-	int rcvlowat, rcvbuf, sndbuf, bound_dev_if;
+	int rcvlowat, rcvbuf, sndbuf, bound_dev_if, peek_off;
 	u32 priority, mark;
 	bool linger, urginline, localroute, keepopen;
 	bool rcvbuf_lock, sndbuf_lock;	/* the user set the size (SO_RCVBUF, SO_BUF_LOCK) */

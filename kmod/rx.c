@@ -637,9 +637,9 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 	long timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
 	int target = sock_rcvlowat(sk, flags & MSG_WAITALL, len);
 	bool peek = flags & MSG_PEEK;
-	u64 pos, seen_cons;
+	u64 pos, seen_cons, prod;
 	size_t copied = 0;
-	int err = 0, urg;
+	int err = 0, urg, off;
 	bool mark;
 	u32 gen;
 
@@ -649,7 +649,9 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 	gen = rs->conn_gen;
 	spin_lock_bh(&rs->lock);
 	seen_cons = rs->rx_cons;
-	pos = seen_cons;
+	/* SO_PEEK_OFF (where TCP has it: rs_set_peek_off()): a peek starts that far on. */
+	off = max(sk_peek_offset(sk, flags), 0);
+	pos = seen_cons + off;
 	spin_unlock_bh(&rs->lock);
 	for (;;) {
 		struct rs_ring *ring;
@@ -660,14 +662,16 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 		 * As tcp_recvmsg() works on copied_seq itself: waits and busy polling drop
 		 * lock_sock, and another reader (or a peeking one) may have moved rx_cons
 		 * meanwhile.  A reader always starts where rx_cons is now; a peek restarts there
-		 * if it moved.
+		 * (and its offset) if it moved.
 		 */
 		spin_lock_bh(&rs->lock);
-		/* (A new connect() meanwhile started the cursors from 0: pos is past rx_prod.) */
-		if (rs->rx_cons != seen_cons || pos > rs->rx_prod) {
+		/* (A new connect() meanwhile restarted the cursors: pos is past rx_prod + off.) */
+		if (rs->rx_cons != seen_cons || pos > rs->rx_prod + off) {
 			seen_cons = rs->rx_cons;
-			pos = seen_cons;
+			off = max(sk_peek_offset(sk, flags), 0);
+			pos = seen_cons + off;
 		}
+		prod = rs->rx_prod;
 		ring = rs_rx_ring_at(rs, pos, &base, &avail);
 		urg = avail ? rs_urg_at(rs, pos) : RS_URG_AT_NONE;
 		/* (A mark whose byte is still to come stops a read too.) */
@@ -697,8 +701,12 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 				break;
 			pos += n;
 			copied += n;
-			if (!peek)
+			if (!peek) {
 				rs_rx_consumed_to(rs, pos, &seen_cons);
+				sk_peek_offset_bwd(sk, n);
+			} else {
+				sk_peek_offset_fwd(sk, n);
+			}
 			if (copied >= len)
 				break;
 			continue;
@@ -729,11 +737,20 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 			if (err)
 				break;
 		}
-		if ((sk->sk_shutdown & RCV_SHUTDOWN) && !test_bit(RS_F_RESUMING, &rs->flags))
+		/*
+		 * An abort sets the shutdown and the state with its errors, under rs->lock: one
+		 * that came after the look above is seen under it now, not taken for an EOF.
+		 */
+		if ((sk->sk_shutdown & RCV_SHUTDOWN) && !test_bit(RS_F_RESUMING, &rs->flags)) {
+			if (!copied)
+				err = rs_rx_take_error(rs);
 			break;
+		}
 		if (sk->sk_state == TCP_CLOSE) {
 			if (rs->mode == RDMASOCK_MODE_NONE)
 				err = -ENOTCONN;
+			else if (!copied)
+				err = rs_rx_take_error(rs);
 			break;
 		}
 		if (!timeo) {
@@ -744,7 +761,8 @@ int rs_rdma_recvmsg(struct rs_sock *rs, struct msghdr *msg, size_t len, int flag
 			err = sock_intr_errno(timeo);
 			break;
 		}
-		rs_rx_wait(rs, &timeo, pos);
+		/* (A peek past what came waits for more: for rx_prod to move from @prod.) */
+		rs_rx_wait(rs, &timeo, min(pos, prod));
 		/* Another thread's connect() started over while we waited: not our stream. */
 		if (rs->conn_gen != gen) {
 			err = -ECONNRESET;

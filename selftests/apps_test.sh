@@ -58,19 +58,9 @@ stop_all
 
 # nginx + curl: a 24 MiB download, checksum compared.
 begin
-mkdir -p "$work/www" "$work/nginx"
+mkdir -p "$work/www"
 cp "$work/blob" "$work/www/blob"
-cat > "$work/nginx.conf" <<CONF
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log;
-events { worker_connections 64; }
-http {
-	access_log off;
-	client_body_temp_path $work/nginx; proxy_temp_path $work/nginx; fastcgi_temp_path $work/nginx;
-	uwsgi_temp_path $work/nginx; scgi_temp_path $work/nginx;
-	server { listen $addr:8080; root $work/www; sendfile on; }
-}
-CONF
+nginx_conf "$work" "listen $addr:8080; sendfile on;"
 $run nginx -c "$work/nginx.conf" -g 'daemon off; master_process on;' > "$work/nginx.log" 2>&1 &
 pids+=($!)
 wait_port 8080

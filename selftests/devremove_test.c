@@ -231,6 +231,36 @@ static void device_present(struct __test_metadata *_metadata)
 	ASSERT_EQ(0, wait_for_gids());
 }
 
+static int getint_so_error(int fd)
+{
+	int val = 0;
+	socklen_t len = sizeof(val);
+
+	return getsockopt(fd, SOL_SOCKET, SO_ERROR, &val, &len) ? -errno : val;
+}
+
+/*
+ * No resume gets through (loopback drops every packet), and resume_timeout_ms is @ms; *@saved
+ * keeps the value to put back (resume_unblocked()).  False, nothing changed, without netem.
+ */
+static bool resume_blocked(const char *ms, char saved[24])
+{
+	snprintf(saved, 24, "%ld", read_long(TIMEOUT_PARAM));
+	if (write_file(TIMEOUT_PARAM, ms))
+		return false;
+	if (run("tc qdisc add dev lo root netem loss 100% 2>/dev/null")) {
+		write_file(TIMEOUT_PARAM, saved);
+		return false;
+	}
+	return true;
+}
+
+static void resume_unblocked(const char *saved)
+{
+	run("tc qdisc del dev lo root");
+	write_file(TIMEOUT_PARAM, saved);
+}
+
 /* Every resume counter, when a resume failed: the kind of failure says where to look. */
 static void resume_counters(void)
 {
@@ -512,16 +542,12 @@ TEST(close_while_resuming_returns_at_once)
 
 	device_present(_metadata);
 	ASSERT_LT(0, read_long(TIMEOUT_PARAM));
-	snprintf(timeout, sizeof(timeout), "%ld", read_long(TIMEOUT_PARAM));
 	snprintf(syn_sent, sizeof(syn_sent),
 		 "ss -Htn state syn-sent '( dport = :%ld )' | grep -q .", read_long(PORT_PARAM));
 	ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, AF_INET, &c, &s));
 	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
-	ASSERT_EQ(0, write_file(TIMEOUT_PARAM, "120000"));
-	if (run("tc qdisc add dev lo root netem loss 100% 2>/dev/null")) {
-		write_file(TIMEOUT_PARAM, timeout);
+	if (!resume_blocked("120000", timeout))
 		SKIP(return, "no netem");
-	}
 	if (!delete_device(60)) {
 		for (int i = 0; i < 200 && !(seen = !run(syn_sent)); i++)
 			usleep(50000);
@@ -531,10 +557,46 @@ TEST(close_while_resuming_returns_at_once)
 		for (int i = 0; i < 200 && !(gone = !!run(syn_sent)); i++)
 			usleep(50000);
 	}
-	run("tc qdisc del dev lo root");
-	write_file(TIMEOUT_PARAM, timeout);
+	resume_unblocked(timeout);
 	ASSERT_TRUE(seen) TH_LOG("the client's attempt never showed in SYN-SENT");
 	EXPECT_TRUE(gone);
+	device_back(_metadata);
+}
+
+/*
+ * A resume that cannot get through (loopback dropping every packet) ends at resume_timeout_ms in
+ * an error at both ends, and no reader takes that for the peer's end of stream, even after a
+ * write (the client) or SO_ERROR (the server) took the error first.
+ */
+TEST(resume_timed_out_reads_an_error_not_eof)
+{
+	char timeout[24], byte;
+	short ev[2];
+	int c, s;
+
+	device_present(_metadata);
+	ASSERT_EQ(0, make_pair(CARRIER_RDMASOCK, AF_INET, &c, &s));
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+	if (!resume_blocked("1500", timeout))
+		SKIP(return, "no netem");
+	ASSERT_EQ(0, delete_device(60));
+	/* Each end's error, within 20 s (its deadline is 1.5 s from the loss). */
+	for (int i = 0; i < 2; i++) {
+		long long t0 = mono_ms();
+
+		do
+			ev[i] = poll_one(i ? s : c, POLLIN, 100);
+		while (!(ev[i] & POLLERR) && ms_since(t0) < 20000 && !usleep(20000));
+	}
+	resume_unblocked(timeout);
+	EXPECT_EQ(POLLERR, ev[0] & POLLERR);
+	EXPECT_EQ(POLLERR, ev[1] & POLLERR);
+	EXPECT_EQ(-1, send(c, "x", 1, MSG_NOSIGNAL));
+	EXPECT_EQ(-1, recv(c, &byte, 1, 0)) TH_LOG("the client read EOF");
+	EXPECT_NE(0, getint_so_error(s));
+	EXPECT_EQ(-1, recv(s, &byte, 1, 0)) TH_LOG("the server read EOF");
+	close(c);
+	close(s);
 	device_back(_metadata);
 }
 
@@ -590,14 +652,6 @@ TEST(delete_device_during_transfer)
 
 	/* The device comes back: RDMA again. */
 	device_back(_metadata);
-}
-
-static int getint_so_error(int fd)
-{
-	int val = 0;
-	socklen_t len = sizeof(val);
-
-	return getsockopt(fd, SOL_SOCKET, SO_ERROR, &val, &len) ? -errno : val;
 }
 
 /* A connection through @lfd (an rdmasock listener at @ss), riding RDMA: *c the client, *s the child. */

@@ -780,6 +780,98 @@ TEST_F(pair, names_match)
 	ASSERT_EQ(addr_port(&sp), addr_port(&cl));
 }
 
+/*
+ * A reset: the reader gets the error even after a write took it.  TCP's error is one per socket:
+ * its reader then gets 0, the peer's clean end of stream, which a program copying to EOF takes
+ * for a whole stream; rdmasock owes the reader the error (docs/design.md, "A lost connection is
+ * never a clean end of stream").  The one difference here on purpose: the poll masks, the write's
+ * error and the read after it are TCP's.
+ */
+TEST_F(pair, reset_reads_an_error_after_a_write_took_it)
+{
+	char c = 'x';
+
+	ASSERT_EQ(1, send(self->cfd, &c, 1, 0));
+	ASSERT_EQ(1, recv(self->sfd, &c, 1, MSG_PEEK | MSG_WAITALL));
+	close(self->sfd);	/* unread: a reset */
+	self->sfd = -1;
+	ASSERT_EQ(POLLIN | POLLERR | POLLHUP,
+		  poll_one(self->cfd, POLLIN, 10000) & (POLLIN | POLLERR | POLLHUP));
+	ASSERT_EQ(-1, send(self->cfd, &c, 1, MSG_NOSIGNAL));
+	ASSERT_EQ(ECONNRESET, errno);
+	if (variant->carrier == CARRIER_TCP) {
+		ASSERT_EQ(0, recv(self->cfd, &c, 1, 0));
+	} else {
+		ASSERT_EQ(-1, recv(self->cfd, &c, 1, 0));
+		ASSERT_EQ(ECONNRESET, errno);
+		ASSERT_EQ(0, recv(self->cfd, &c, 1, 0));	/* then EOF, as TCP's after its error */
+	}
+	ASSERT_EQ(-1, send(self->cfd, &c, 1, MSG_NOSIGNAL));
+	ASSERT_EQ(EPIPE, errno);
+}
+
+/* Peek at @len bytes (nonblocking): what the peek returned, as a string. */
+static const char *peeked(int fd, size_t len)
+{
+	static char buf[64];
+	ssize_t n = recv(fd, buf, len, MSG_PEEK | MSG_DONTWAIT);
+
+	if (n < 0)
+		snprintf(buf, sizeof(buf), "(%s)", strerror(errno));
+	else
+		buf[n] = 0;
+	return buf;
+}
+
+/*
+ * SO_PEEK_OFF as TCP's on each kernel: refused where TCP refuses it (before 6.9), else each peek
+ * starts past what earlier peeks returned, and a read moves the offset back by what it took.
+ */
+TEST_F(pair, peek_offset)
+{
+	int zero = 0, tcp_says, err, t;
+	char buf[16];
+
+	ASSERT_EQ(8, send(self->cfd, "abcdefgh", 8, 0));
+	ASSERT_EQ(8, recv(self->sfd, buf, 8, MSG_PEEK | MSG_WAITALL));
+	/* TCP's answer on this kernel, from a TCP socket of our own. */
+	t = socket(variant->af, SOCK_STREAM, 0);
+	ASSERT_LE(0, t);
+	tcp_says = setsockopt(t, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)) ? errno : 0;
+	close(t);
+	err = setsockopt(self->sfd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)) ? errno : 0;
+	ASSERT_EQ(tcp_says, err);
+	if (err) {
+		ASSERT_EQ(EOPNOTSUPP, err);
+		ASSERT_EQ(-EOPNOTSUPP, getint(self->sfd, SOL_SOCKET, SO_PEEK_OFF));
+		SKIP(return, "no SO_PEEK_OFF for TCP on this kernel");
+	}
+	ASSERT_STREQ("abc", peeked(self->sfd, 3));
+	ASSERT_EQ(3, getint(self->sfd, SOL_SOCKET, SO_PEEK_OFF));
+	ASSERT_STREQ("def", peeked(self->sfd, 3));
+	ASSERT_EQ(2, recv(self->sfd, buf, 2, 0));
+	ASSERT_EQ(0, memcmp(buf, "ab", 2));
+	ASSERT_EQ(4, getint(self->sfd, SOL_SOCKET, SO_PEEK_OFF));
+	ASSERT_STREQ("gh", peeked(self->sfd, 10));
+	ASSERT_EQ(6, getint(self->sfd, SOL_SOCKET, SO_PEEK_OFF));
+	/* Past the data: nothing yet, then what comes. */
+	ASSERT_STREQ("(Resource temporarily unavailable)", peeked(self->sfd, 10));
+	ASSERT_EQ(2, send(self->cfd, "ij", 2, 0));
+	ASSERT_EQ(2, recv(self->sfd, buf, 2, MSG_PEEK));
+	ASSERT_EQ(0, memcmp(buf, "ij", 2));
+	ASSERT_EQ(8, getint(self->sfd, SOL_SOCKET, SO_PEEK_OFF));
+	ASSERT_EQ(8, recv(self->sfd, buf, 8, 0));
+	ASSERT_EQ(0, memcmp(buf, "cdefghij", 8));
+	ASSERT_EQ(0, getint(self->sfd, SOL_SOCKET, SO_PEEK_OFF));
+	/* -1: peeks start at the read position again. */
+	zero = -1;
+	ASSERT_EQ(0, setsockopt(self->sfd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)));
+	ASSERT_EQ(1, send(self->cfd, "k", 1, 0));
+	ASSERT_EQ(1, recv(self->sfd, buf, 1, MSG_PEEK));
+	ASSERT_STREQ("k", peeked(self->sfd, 5));
+	ASSERT_EQ(-1, getint(self->sfd, SOL_SOCKET, SO_PEEK_OFF));
+}
+
 TEST_F(pair, socket_options_report_stream_tcp)
 {
 	int val;

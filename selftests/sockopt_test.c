@@ -36,7 +36,6 @@ enum cmp {
 	CPU,		/* SO_INCOMING_CPU: -1 (none yet) or a CPU */
 	LENGTH,		/* the same length (SO_MEMINFO's counters, SO_PEERNAME's address) */
 	ERRNO,		/* only whether it can be read (SO_PEERSEC, SO_INCOMING_NAPI_ID) */
-	PEEK_OFF,	/* EXACT, but a gap where TCP has it (6.9+): logged, not failed */
 };
 
 struct opt {
@@ -91,7 +90,7 @@ static const struct opt opts[] = {
 	OPT(SO_RXQ_OVFL, sizeof(int), EXACT),
 	OPT(SO_WIFI_STATUS, sizeof(int), EXACT),
 	OPT(SO_NOFCS, sizeof(int), EXACT),
-	OPT(SO_PEEK_OFF, sizeof(int), PEEK_OFF),
+	OPT(SO_PEEK_OFF, sizeof(int), EXACT),
 	OPT(SO_SELECT_ERR_QUEUE, sizeof(int), EXACT),
 	OPT(SO_BUSY_POLL, sizeof(int), EXACT),
 	OPT(SO_PREFER_BUSY_POLL, sizeof(int), EXACT),
@@ -143,6 +142,7 @@ static const struct setting settings[] = {
 	SET(SO_PASSCRED, one),
 	SET(SO_RCVMARK, one),
 	SET(SO_TXREHASH, one),
+	SET(SO_PEEK_OFF, lowat),
 };
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -375,18 +375,12 @@ static const char *differs(const struct opt *o, enum carrier c, int af, bool use
 {
 	long long x = as_int(got);
 
-	/* TCP has SO_PEEK_OFF from 6.9 on, rdmasock not yet (docs/design.md). */
-	if (o->cmp == PEEK_OFF && !tcp->err && got->err == EOPNOTSUPP && c != CARRIER_TCP) {
-		fprintf(stderr, "# known gap: SO_PEEK_OFF, which TCP has on this kernel\n");
-		return NULL;
-	}
 	if (got->err != tcp->err)
 		return "errno";
 	if (got->err)
 		return NULL;
 	switch (o->cmp) {
 	case EXACT:
-	case PEEK_OFF:
 		return got->len == tcp->len && !memcmp(got->buf, tcp->buf, got->len) ? NULL : "value";
 	case CARRIER:
 		if (got->len != sizeof(int))

@@ -17,6 +17,23 @@ tap_end() {
 cnt() { awk -v k="$1" '$1 == k { print $2 }' /proc/net/rdmasock_stat; }
 fallbacks() { awk '/^fallback_/ { s += $2 } END { print s }' /proc/net/rdmasock_stat; }
 
+# nginx_conf DIR SERVER: DIR/nginx.conf for an unprivileged nginx (pid, logs and temporary files
+# in DIR/nginx) whose one server has SERVER's directives and serves DIR/www.
+nginx_conf() {
+	mkdir -p "$1/nginx"
+	cat > "$1/nginx.conf" <<CONF
+pid $1/nginx/nginx.pid;
+error_log $1/nginx/error.log;
+events { worker_connections 64; }
+http {
+	access_log off;
+	client_body_temp_path $1/nginx; proxy_temp_path $1/nginx; fastcgi_temp_path $1/nginx;
+	uwsgi_temp_path $1/nginx; scgi_temp_path $1/nginx;
+	server { $2 root $1/www; }
+}
+CONF
+}
+
 # begin: the counters before a test; check NAME MIN_RDMA_CONNS EXPECT_FALLBACKS STATUS [LOG...]:
 # record that test from their deltas (at least MIN_RDMA_CONNS RDMA connection ends, exactly
 # EXPECT_FALLBACKS fallbacks, STATUS 0); on failure show the tail of the logs named.

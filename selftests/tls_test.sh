@@ -86,17 +86,27 @@ else:
             tls.unwrap()
 PY
 
+# py_tls_pair shim|lim PORT TAG: tls.py's server (under the shim, or not) and its client under
+# the shim, 4 MiB each way; st is the client's status, or 1 if the server failed.  Logs:
+# $work/TAG-server.log, $work/TAG-client.log.
+py_tls_pair() {
+	local -n wrap=$1
+	local spid
+
+	"${wrap[@]}" python3 "$work/tls.py" server "$addr" "$2" "$work/cert.pem" "$work/key.pem" \
+		"$work/payload" > "$work/$3-server.log" 2>&1 &
+	spid=$!
+	pids+=("$spid")
+	wait_port "$2"
+	"${shim[@]}" python3 "$work/tls.py" client "$addr" "$2" "$work/cert.pem" "$work/payload" \
+		> "$work/$3-client.log" 2>&1
+	st=$?
+	reap "$spid" || st=1
+}
+
 # 1. Python's ssl both ends: the server wraps an accepted socket, 4 MiB each way.
 begin
-"${shim[@]}" python3 "$work/tls.py" server "$addr" 4431 "$work/cert.pem" "$work/key.pem" \
-	"$work/payload" > "$work/py-server.log" 2>&1 &
-spid=$!
-pids+=("$spid")
-wait_port 4431
-"${shim[@]}" python3 "$work/tls.py" client "$addr" 4431 "$work/cert.pem" "$work/payload" \
-	> "$work/py-client.log" 2>&1
-st=$?
-reap "$spid" || st=1
+py_tls_pair shim 4431 py
 grep '^client:' "$work/py-client.log" | sed 's/^/# /'
 check "python ssl: server on an accepted socket, client, 4 MiB each way" 2 0 $st \
 	"$work/py-server.log" "$work/py-client.log"
@@ -150,24 +160,9 @@ stop_all
 
 # 3. nginx over HTTPS, curl verifying its certificate: a 24 MiB download, checksum compared.
 begin
-mkdir -p "$work/nginx"
 cp "$work/blob" "$work/www/blob"
-cat > "$work/nginx.conf" <<CONF
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log;
-events { worker_connections 64; }
-http {
-	access_log off;
-	client_body_temp_path $work/nginx; proxy_temp_path $work/nginx;
-	fastcgi_temp_path $work/nginx; uwsgi_temp_path $work/nginx; scgi_temp_path $work/nginx;
-	server {
-		listen $addr:8443 ssl;
-		ssl_certificate $work/cert.pem;
-		ssl_certificate_key $work/key.pem;
-		root $work/www;
-	}
-}
-CONF
+nginx_conf "$work" "listen $addr:8443 ssl; ssl_certificate $work/cert.pem;
+		ssl_certificate_key $work/key.pem;"
 "${shim[@]}" nginx -c "$work/nginx.conf" -g 'daemon off; master_process on;' \
 	> "$work/nginx.log" 2>&1 &
 pids+=($!)
@@ -235,15 +230,7 @@ stop_all
 # 5. A TLS client under the shim, its server without it (plain TCP): the client falls back to
 # TCP (one fallback, no RDMA connection end), the bytes are the same both ways.
 begin
-"${lim[@]}" python3 "$work/tls.py" server "$addr" 4434 "$work/cert.pem" "$work/key.pem" \
-	"$work/payload" > "$work/plain-server.log" 2>&1 &
-spid=$!
-pids+=("$spid")
-wait_port 4434
-"${shim[@]}" python3 "$work/tls.py" client "$addr" 4434 "$work/cert.pem" "$work/payload" \
-	> "$work/plain-client.log" 2>&1
-st=$?
-reap "$spid" || st=1
+py_tls_pair lim 4434 plain
 rdma=$(( $(cnt connections_rdma) - rdma0 ))
 [ "$rdma" = 0 ] || { st=1; echo "# $rdma RDMA connection ends, want none"; }
 check "mixed: python ssl client under the shim, plain-TCP TLS server, 4 MiB each way" 0 1 $st \
