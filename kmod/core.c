@@ -247,7 +247,7 @@ void rs_abort(struct rs_sock *rs, int err)
 		WRITE_ONCE(rs->rx_err, -err);
 	WRITE_ONCE(sk->sk_shutdown, SHUTDOWN_MASK);
 	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
-	rs->rx_cons = rs->rx_prod;	/* as a TCP reset, unread data is gone */
+	rs->rx_cons = rs->rx_prod;	/* unread data is gone (TCP keeps it: design.md) */
 	spin_unlock_bh(&rs->lock);
 	/* After RS_F_ABORTED is set: a pending child frees its backlog slot. */
 	unqueued = rs->parent && rs_child_unqueue(rs);
