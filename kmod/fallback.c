@@ -384,7 +384,6 @@ static void rs_sol_push(struct rs_sock *rs, struct sock *tsk, bool fresh)
 static void rs_tcp_peek_off_back(struct rs_sock *rs)
 {
 	struct sock *tsk = rs->tcp->sk;
-
 	int seen, now;
 
 	lock_sock(tsk);
