@@ -218,7 +218,7 @@ static struct rs_sock *rs_sock_setup(struct sock *sk)
 	INIT_LIST_HEAD(&rs->pending_q);
 	INIT_LIST_HEAD(&rs->ready_q);
 	INIT_LIST_HEAD(&rs->accept_node);
-	INIT_LIST_HEAD(&rs->rp_node);
+	INIT_LIST_HEAD(&rs->door_node);
 	INIT_LIST_HEAD(&rs->dev_node);
 	INIT_DELAYED_WORK(&rs->connect_work, rs_connect_work);
 	INIT_WORK(&rs->teardown_work, rs_teardown_work);
@@ -539,17 +539,6 @@ out:
 	return err;
 }
 
-/* The user chose the port: bound to it explicitly, and outside the ephemeral range. */
-static bool rs_port_chosen(struct rs_sock *rs)
-{
-	int port = inet_sk(rs->tcp->sk)->inet_num, low, high;
-
-	if (rs->port_auto)
-		return false;
-	inet_get_local_port_range(sock_net(&rs->sk), &low, &high);
-	return port < low || port > high;
-}
-
 static int rs_listen(struct socket *sock, int backlog)
 {
 	struct rs_sock *rs = rs_sk(sock->sk);
@@ -569,14 +558,6 @@ static int rs_listen(struct socket *sock, int backlog)
 	err = rs_tcp_ensure(rs, AF_INET6);
 	if (err)
 		goto out;
-	/*
-	 * A port the user bound is ours in TCP's port space; it must be ours in rdma_cm's too, or
-	 * a local rdma_cm user listening there would get every RDMA client while we served TCP
-	 * alone: a taken port fails listen() as a taken TCP port fails bind() (counted).  An
-	 * ephemeral port (listen without bind, bind to port 0, or one in ip_local_port_range, where
-	 * rdma_cm's clients take theirs too) is TCP's choice; if rdma_cm's space has it taken, that
-	 * only costs RDMA (counted).  An address without an RDMA device serves TCP only.
-	 */
 	if (!rs->force_tcp && rs->policy) {
 		struct sockaddr_storage ss;
 
@@ -585,20 +566,10 @@ static int rs_listen(struct socket *sock, int backlog)
 			rs->force_tcp = true;
 	}
 	cm_err = rs->force_tcp ? -EPERM : 0;
-	if (!cm_err && !sk->sk_reuseport && inet_sk(rs->tcp->sk)->inet_num &&
-	    rs_port_chosen(rs)) {
-		cm_err = rs_cm_bind_listener(rs);
-		if (cm_err == -EADDRINUSE) {
-			err = -EADDRINUSE;
-			goto out;
-		}
-	}
-	/* TCP listens on the same port: plain TCP clients are served by this socket too. */
+	/* TCP listens on the port: plain TCP clients are served by this socket too. */
 	err = kernel_listen(rs->tcp, backlog);
-	if (err) {
-		rs_cm_id_drop(rs);
+	if (err)
 		goto out;
-	}
 	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
 	rs->tcp_final = true;
 	/* rs->tcp is final: poll may use it once it sees mode LISTEN (rs_accept_ready). */
@@ -607,18 +578,14 @@ static int rs_listen(struct socket *sock, int backlog)
 	/* Its RDMA children may resume over TCP if the namespace has a resume port (resume.c). */
 	if (!cm_err && !rs_resume_listen(sock_net(sk)))
 		set_bit(RS_F_RESUMABLE, &rs->flags);
-	/* (Each step once: a refused bind above is not retried.)  A device's own listen error
-	 * (siw listens on its own TCP socket) means TCP only.
+	/*
+	 * RDMA clients come through the namespace's door (cm.c), which gives each the listener
+	 * TCP would give its SYN: an id bind() made for this socket is not needed, nor is any
+	 * port in rdma_cm's space.  Without the door (its port is taken), TCP alone.
 	 */
-	if (!cm_err && sk->sk_reuseport) {
-		/* One rdma_cm listener for the port, the group's (cm.c), not ours. */
-		rs_cm_id_drop(rs);
-		cm_err = rs_rp_join(rs, backlog);
-	} else if (!cm_err) {
-		cm_err = rs_cm_bind_listener(rs);
-		if (!cm_err)
-			cm_err = rs_cm_listen(rs, backlog);
-	}
+	rs_cm_id_drop(rs);
+	if (!cm_err)
+		cm_err = rs_door_join(rs);
 	/*
 	 * An RDMA listener now serves this port: this namespace's clients of it ride RDMA from now
 	 * on, not the negative cache's TCP.  (Only then: a TCP-only listener's clients would pay
@@ -1275,6 +1242,11 @@ static int __init rs_init(void)
 	rs_peek_off = !!inet_stream_ops.set_peek_off;
 	if (rs_family <= AF_UNSPEC || rs_family >= NPROTO) {
 		pr_err("family=%d is outside 1..%d\n", rs_family, NPROTO - 1);
+		return -EINVAL;
+	}
+	/* Below 1024, where only privilege listens: rdma_cm's own rule (PROT_SOCK). */
+	if (!rs_rdma_port || rs_rdma_port >= PROT_SOCK) {
+		pr_err("rdma_port=%u is outside 1..%d\n", rs_rdma_port, PROT_SOCK - 1);
 		return -EINVAL;
 	}
 	rs_wq = alloc_workqueue("rdmasock", WQ_MEM_RECLAIM, 0);

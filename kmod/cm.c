@@ -20,6 +20,9 @@
 #include <linux/jhash.h>
 #include <linux/rwsem.h>
 #include <net/sock_reuseport.h>
+#include <net/inet_hashtables.h>
+#include <net/inet6_hashtables.h>
+#include <linux/hash.h>
 #include <rdma/ib_cm.h>
 #include "rdmasock.h"
 #include "cm.h"
@@ -41,20 +44,28 @@
 
 static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id,
-			 struct rdma_cm_event *ev);
+			 struct rdma_cm_event *ev, __be16 port);
+
+unsigned int rs_rdma_port = RS_RDMA_PORT_DEFAULT;
+module_param_named(rdma_port, rs_rdma_port, uint, 0444);
+MODULE_PARM_DESC(rdma_port,
+		 "the rdma_cm port (below 1024) of every namespace's one RDMA listener, the module's");
 
 /*
- * Keep the RDMA connection's addresses (the cm_id may be gone when /proc is read) and its path
- * MTU, the payload one packet carries (TCP_INFO's MSS fields): on RoCE rdma_cm takes it from the
- * netdev's MTU.  (IB and RoCE routes always have a path record; 1024 if one had none.)
+ * Keep the connection's addresses (the cm_id may be gone when /proc is read, and getname() reads
+ * them) and its path MTU, the payload one packet carries (TCP_INFO's MSS fields): on RoCE rdma_cm
+ * takes it from the netdev's MTU.  (IB and RoCE routes always have a path record; 1024 if one had
+ * none.)  The id's port at the server is the module's (the door): the connection's is @port, the
+ * TCP port the client connected to.
  */
-static void rs_note_addrs(struct rs_sock *rs, struct rdma_cm_id *id)
+static void rs_note_addrs(struct rs_sock *rs, struct rdma_cm_id *id, __be16 port)
 {
 	int mtu = id->route.path_rec ? ib_mtu_enum_to_int(id->route.path_rec->mtu) : -1;
 	int ifindex = id->route.addr.dev_addr.bound_dev_if;
 
 	memcpy(&rs->local_addr, &id->route.addr.src_addr, sizeof(rs->local_addr));
 	memcpy(&rs->peer_addr, &id->route.addr.dst_addr, sizeof(rs->peer_addr));
+	rs_addr_set_port((struct sockaddr *)(rs->parent ? &rs->local_addr : &rs->peer_addr), port);
 	rs_addr_scope_fill((struct sockaddr *)&rs->local_addr, ifindex);
 	rs_addr_scope_fill((struct sockaddr *)&rs->peer_addr, ifindex);
 	rs->path_mtu = mtu > 0 ? mtu : 1024;
@@ -91,16 +102,17 @@ static void rs_cm_route_resolved(struct rs_sock *rs, struct rdma_cm_id *id)
 
 static void rs_cm_client_established(struct rs_sock *rs, struct rdma_cm_event *ev)
 {
+	__be16 port = rs_addr_port((struct sockaddr *)&rs->peer_addr);
 	int err;
 
 	err = rs_hello_parse(rs, ev->param.conn.private_data, ev->param.conn.private_data_len,
-			     false);
+			     false, port);
 	if (err) {
 		rs_connect_done(rs, err, RDMASOCK_REASON_HELLO);
 		return;
 	}
 	rs->remote_qpn = ev->param.conn.qp_num;
-	rs_note_addrs(rs, rs->cm_id);
+	rs_note_addrs(rs, rs->cm_id, port);
 	err = rs_tx_ring_create(rs);
 	if (!err)
 		err = rs_post_reg_ring(rs, &rs->rx, true);
@@ -254,7 +266,7 @@ static int rs_cm_scope(struct rs_sock *rs, struct rdma_cm_id *id, const struct s
  */
 int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, int *reason)
 {
-	struct sockaddr_storage src;
+	struct sockaddr_storage src, door;
 	struct rdma_cm_id *id;
 	bool bound = false;
 	int err;
@@ -289,8 +301,11 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, int *reaso
 	rs->cm_id = id;
 	rs->sk.sk_state = TCP_SYN_SENT;
 	trace_rdmasock_connect(rs);
-	err = rdma_resolve_addr(id, bound ? (struct sockaddr *)&src : NULL, addr,
-				rs_connect_timeout_ms);
+	/* The request goes to the peer's door; its hello names the port (rs_hello_build()). */
+	memcpy(&door, addr, min_t(int, len, sizeof(door)));
+	rs_addr_set_port((struct sockaddr *)&door, htons(READ_ONCE(rs_rdma_port)));
+	err = rdma_resolve_addr(id, bound ? (struct sockaddr *)&src : NULL,
+				(struct sockaddr *)&door, rs_connect_timeout_ms);
 	if (err) {
 		/* No RDMA device on this route (127.0.0.1, a netdev without RDMA...). */
 		rs->sk.sk_state = TCP_CLOSE;
@@ -332,294 +347,272 @@ int rs_cm_bind(struct rs_sock *rs, struct sockaddr *addr, int len)
 	return 0;
 }
 
-static int rs_cm_probe_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
-{
-	return 0;	/* a DEVICE_REMOVAL meanwhile: nothing to do, we destroy it at once */
-}
+/* ---- the door: the namespace's one rdma_cm listener ---- */
 
 /*
- * Binding or listening on our port failed in rdma_cm's port space: is it because someone else holds
- * that port there?  An id on the same address with an ephemeral port binds if the address has an
- * RDMA device, so then the port was the problem.
- */
-static bool rs_cm_port_taken(struct rs_sock *rs)
-{
-	struct sockaddr_storage addr;
-	struct rdma_cm_id *id;
-	bool taken;
-
-	if (kernel_getsockname(rs->tcp, (struct sockaddr *)&addr) < 0)
-		return false;
-	rs_addr_set_port((struct sockaddr *)&addr, 0);
-	id = rdma_create_id(sock_net(&rs->sk), rs_cm_probe_handler, NULL, RDMA_PS_TCP, IB_QPT_RC);
-	if (IS_ERR(id))
-		return false;
-	taken = !rs_id_bind(rs, id, (struct sockaddr *)&addr);
-	rdma_destroy_id(id);
-	return taken;
-}
-
-/*
- * The listener's id, bound to the TCP socket's address and port (bind() may have made it, or
- * failed to).  -EADDRINUSE (counted) when someone else holds that port in rdma_cm's space.
- */
-int rs_cm_bind_listener(struct rs_sock *rs)
-{
-	int err;
-
-	if (rs->cm_id)
-		return 0;
-	err = rs_cm_bind(rs, NULL, 0);
-	if ((err == -EADDRINUSE || err == -EADDRNOTAVAIL) && rs_cm_port_taken(rs)) {
-		rs_count(sock_net(&rs->sk), RS_CNT_RDMA_PORT_TAKEN);
-		return -EADDRINUSE;
-	}
-	return err;
-}
-
-/*
- * The id is ours (out of rs->cm_id) while rdma_listen() runs: a DEVICE_REMOVAL meanwhile cannot
- * have rdma_cm destroy it under us; it marks RS_F_DEV_GONE instead, and whichever of the two
- * finds the id back in rs->cm_id after setting its mark has it destroyed (rs_cm_device_removal).
- */
-int rs_cm_listen(struct rs_sock *rs, int backlog)
-{
-	struct rdma_cm_id *id = xchg(&rs->cm_id, NULL);
-	int err;
-
-	if (!id)
-		return -ENOENT;
-	err = rdma_listen(id, backlog);
-	if (!err) {
-		xchg(&rs->cm_id, id);	/* a full barrier, before the test */
-		if (test_bit(RS_F_DEV_GONE, &rs->flags) && cmpxchg(&rs->cm_id, id, NULL) == id)
-			err = -ENODEV;
-		else
-			return 0;
-	}
-	rdma_destroy_id(id);
-	return err;
-}
-
-/* ---- SO_REUSEPORT groups ---- */
-
-/*
- * Listeners with SO_REUSEPORT on one address and port (pre-fork servers, nginx "reuseport") share
- * one rdma_cm listener, as rdma_cm has one per port: the group's.  Each RDMA client goes to the
- * member the kernel would give its TCP connection, chosen by TCP's reuseport group of our TCP
- * listeners (reuseport_select_sock(), by a hash of the client's address; a BPF selector needs a
- * packet, so it applies to TCP clients only).  When TCP's choice is a plain TCP listener in the
- * group, not ours, the client is rejected and falls back to TCP, where that choice is made again.
+ * An RDMA client's request never goes to the TCP port it connects to: rdma_cm's port space is not
+ * TCP's, and any local user may listen on a port there (/dev/infiniband/rdma_cm is open to all;
+ * rdma_cm asks for privilege below 1024 only).  It goes to the namespace's door instead: the
+ * module's one rdma_cm listener, on rdma_port (below 1024), bound with kernel credentials.  The
+ * request's hello names the TCP port, and the door gives the request to the listener TCP's own
+ * lookup gives a SYN from that client to that port (__inet_lookup_listener(): the port's owner,
+ * its address and device binding, SO_REUSEPORT's choice by the client's address, a BPF sk_lookup
+ * program).  When that is no rdmasock listener, the client is refused and goes to TCP, where the
+ * same choice is made again.  So the RDMA clients of a port go to whoever owns that port in TCP's
+ * space, and to no one else.
  *
- * The group's id carries the group as its context, tagged (RS_RP_TAG) so that rs_cm_handler()
- * tells it from a socket; a request's id starts with that context, until rs_cm_request() gives it
- * its child's.  rs_rp_mutex guards the list of groups and their ids; a group's members_sem is read
- * by the requests it handles (so a member that leaves waits for those that picked it) and written
- * by joins and leaves.
+ * A namespace has a door while it has rdmasock listeners: the first listen() opens it (its id
+ * holds the namespace), the last listener's close shuts it.  Its id's context is the door, tagged
+ * (RS_DOOR_TAG) so that rs_cm_handler() tells it from a socket; a request's id starts with that
+ * context, until rs_cm_request() gives it its child's.  rs_door_mutex guards the list of doors and
+ * their ids; a door's members_sem is read by the requests it handles (so a listener that leaves
+ * waits for those that picked it) and written by joins and leaves.  The id is bound to the
+ * wildcard address, so no device is its own: rdma_cm listens on each device as it comes and
+ * goes, and sends the door no DEVICE_REMOVAL.
  */
-#define RS_RP_TAG	1UL
+#define RS_DOOR_TAG	1UL
+#define RS_DOOR_BITS	6
 
-struct rs_rp_group {
-	struct list_head node;		/* on rs_rp_groups */
-	struct net *net;		/* (no reference: the members' sockets hold it) */
-	struct sockaddr_storage addr;	/* our TCP listeners' bound address and port */
-	int bound_dev_if;
-	bool v6only;
-	struct rdma_cm_id *id;		/* NULL once its device went */
-	bool dev_gone;			/* DEVICE_REMOVAL while rs_rp_join() still held the id */
+struct rs_door {
+	struct list_head node;		/* on rs_doors */
+	struct net *net;		/* (no reference of its own: the id holds one) */
+	struct rdma_cm_id *id;
 	struct rw_semaphore members_sem;
-	struct list_head members;	/* rs_sock.rp_node */
+	struct list_head members[1 << RS_DOOR_BITS];	/* listeners (rs_sock.door_node), by port */
 };
 
-static LIST_HEAD(rs_rp_groups);
-static DEFINE_MUTEX(rs_rp_mutex);
+static LIST_HEAD(rs_doors);
+static DEFINE_MUTEX(rs_door_mutex);
 
-/*
- * Join the group of @rs's address (made, and listening, for the first member): 0 once @rs is a
- * member of a listening group; else an error, and @rs serves TCP only (-ENODEV: a member of a
- * group whose device went).
- */
-int rs_rp_join(struct rs_sock *rs, int backlog)
+static struct list_head *rs_door_bucket(struct rs_door *d, u16 port)
 {
-	struct net *net = sock_net(&rs->sk);
-	struct sockaddr_storage addr = {};
-	struct rs_rp_group *g;
+	return &d->members[hash_32(port, RS_DOOR_BITS)];
+}
+
+struct rs_door_open {
+	struct work_struct work;
+	struct rs_door *door;
+	int err;
+};
+
+/* One id, listening on @family's wildcard address at rdma_port; IPv6's takes IPv4 clients too. */
+static int rs_door_listen(struct rs_door *d, sa_family_t family)
+{
+	struct sockaddr_storage any = { .ss_family = family };
 	struct rdma_cm_id *id;
 	int err;
 
-	lockdep_assert_held(&rs->sk.sk_lock);
-	err = kernel_getsockname(rs->tcp, (struct sockaddr *)&addr);
-	if (err < 0)
-		return err;
-	err = -ENOMEM;
-	mutex_lock(&rs_rp_mutex);
-	list_for_each_entry(g, &rs_rp_groups, node)
-		if (net_eq(g->net, net) && g->bound_dev_if == rs->tcp->sk->sk_bound_dev_if &&
-		    g->v6only == ipv6_only_sock(rs->tcp->sk) &&
-		    rs_addr_equal((struct sockaddr *)&g->addr, (struct sockaddr *)&addr))
-			goto join;
-	g = kzalloc(sizeof(*g), GFP_KERNEL);
-	if (!g)
-		goto out;
-	g->net = net;
-	g->addr = addr;
-	g->bound_dev_if = rs->tcp->sk->sk_bound_dev_if;
-	g->v6only = ipv6_only_sock(rs->tcp->sk);
-	init_rwsem(&g->members_sem);
-	INIT_LIST_HEAD(&g->members);
-	/* A member before it listens: no request finds the group empty. */
-	list_add_tail(&rs->rp_node, &g->members);
-	rs->rp_group = g;
-	id = rdma_create_id(net, rs_cm_handler, (void *)((unsigned long)g | RS_RP_TAG),
+	id = rdma_create_id(d->net, rs_cm_handler, (void *)((unsigned long)d | RS_DOOR_TAG),
 			    RDMA_PS_TCP, IB_QPT_RC);
-	err = IS_ERR(id) ? PTR_ERR(id) : rs_id_bind(rs, id, (struct sockaddr *)&addr);
+	if (IS_ERR(id))
+		return PTR_ERR(id);
+	rs_addr_set_port((struct sockaddr *)&any, htons(rs_rdma_port));
+	err = family == AF_INET6 ? rdma_set_afonly(id, 0) : 0;
 	if (!err)
-		err = rdma_listen(id, backlog);
-	if (!err) {
-		xchg(&g->id, id);	/* a full barrier, before the test (rs_rp_device_removal) */
-		if (READ_ONCE(g->dev_gone) && cmpxchg(&g->id, id, NULL) == id)
-			err = -ENODEV;
-	}
+		err = rdma_bind_addr(id, (struct sockaddr *)&any);
+	if (!err)
+		err = rdma_listen(id, SOMAXCONN);
 	if (err) {
+		rdma_destroy_id(id);
+		return err;
+	}
+	d->id = id;
+	return 0;
+}
+
+/*
+ * rdma_cm asks capable(CAP_NET_BIND_SERVICE) of whoever binds a port below 1024: a listen() in a
+ * container, or by any user, would be refused.  A kworker has the kernel's credentials.
+ */
+static void rs_door_open_work(struct work_struct *work)
+{
+	struct rs_door_open *o = container_of(work, struct rs_door_open, work);
+
+	o->err = rs_door_listen(o->door, AF_INET6);
+	/* No IPv6 in this kernel or namespace: IPv4 clients still come. */
+	if (o->err && o->err != -EADDRINUSE && o->err != -EACCES && o->err != -ENOMEM)
+		o->err = rs_door_listen(o->door, AF_INET);
+}
+
+/* @net's door, opened (under rs_door_mutex); an error: none (its listeners serve TCP alone). */
+static struct rs_door *rs_door_open(struct net *net)
+{
+	struct rs_door_open o = {};
+	struct rs_door *d;
+	int i;
+
+	lockdep_assert_held(&rs_door_mutex);
+	d = kzalloc(sizeof(*d), GFP_KERNEL);
+	if (!d)
+		return ERR_PTR(-ENOMEM);
+	d->net = net;
+	init_rwsem(&d->members_sem);
+	for (i = 0; i < ARRAY_SIZE(d->members); i++)
+		INIT_LIST_HEAD(&d->members[i]);
+	o.door = d;
+	INIT_WORK_ONSTACK(&o.work, rs_door_open_work);
+	queue_work(system_unbound_wq, &o.work);
+	flush_work(&o.work);
+	destroy_work_on_stack(&o.work);
+	if (o.err) {
+		kfree(d);	/* (no id: no handler saw it) */
+		return ERR_PTR(o.err);
+	}
+	list_add(&d->node, &rs_doors);
+	return d;
+}
+
+/*
+ * A listener (lock_sock held, TCP listening on its port) joins its namespace's door: 0 once its
+ * RDMA clients come to it; else an error, and it serves TCP alone (-EADDRINUSE, counted: someone
+ * else holds rdma_port in rdma_cm's space).
+ */
+int rs_door_join(struct rs_sock *rs)
+{
+	struct net *net = sock_net(&rs->sk);
+	u16 port = inet_sk(rs->tcp->sk)->inet_num;
+	struct rs_door *d;
+	int err = 0;
+
+	sock_owned_by_me(&rs->sk);
+	if (!port || rs->door)
+		return -EINVAL;
+	mutex_lock(&rs_door_mutex);
+	list_for_each_entry(d, &rs_doors, node)
+		if (net_eq(d->net, net))
+			goto join;
+	d = rs_door_open(net);
+	if (IS_ERR(d)) {
+		err = PTR_ERR(d);
 		if (err == -EADDRINUSE)
 			rs_count(net, RS_CNT_RDMA_PORT_TAKEN);
-		if (!IS_ERR(id))
-			rdma_destroy_id(id);	/* its handlers are done: none sees @g after */
-		list_del_init(&rs->rp_node);
-		rs->rp_group = NULL;
-		kfree(g);
 		goto out;
 	}
-	list_add(&g->node, &rs_rp_groups);
-	goto out;
 join:
-	down_write(&g->members_sem);
-	list_add_tail(&rs->rp_node, &g->members);
-	rs->rp_group = g;
-	up_write(&g->members_sem);
-	err = READ_ONCE(g->id) ? 0 : -ENODEV;	/* a member still, of a group its device left */
+	down_write(&d->members_sem);
+	list_add_tail(&rs->door_node, rs_door_bucket(d, port));
+	rs->door = d;
+	up_write(&d->members_sem);
 out:
-	mutex_unlock(&rs_rp_mutex);
+	mutex_unlock(&rs_door_mutex);
 	return err;
 }
 
-/* A member stops listening: out of its group, no request picks it again; the last ends it. */
-static void rs_rp_leave(struct rs_sock *rs)
+/* A listener stops listening: no request picks it again; the last one shuts the door. */
+static void rs_door_leave(struct rs_sock *rs)
 {
-	struct rs_rp_group *g = rs->rp_group;
-	struct rdma_cm_id *id = NULL;
-	bool last;
+	struct rs_door *d = rs->door;
+	bool last = true;
+	int i;
 
-	if (!g)
+	if (!d)
 		return;
-	mutex_lock(&rs_rp_mutex);
-	down_write(&g->members_sem);	/* waits for requests handled for this member */
-	list_del_init(&rs->rp_node);
-	rs->rp_group = NULL;
-	last = list_empty(&g->members);
-	up_write(&g->members_sem);
+	mutex_lock(&rs_door_mutex);
+	down_write(&d->members_sem);	/* waits for requests handled for this listener */
+	list_del_init(&rs->door_node);
+	rs->door = NULL;
+	for (i = 0; i < ARRAY_SIZE(d->members) && last; i++)
+		last = list_empty(&d->members[i]);
+	up_write(&d->members_sem);
 	if (last) {
-		list_del(&g->node);
-		id = xchg(&g->id, NULL);
+		list_del(&d->node);
 		/*
-		 * Under the mutex: a group made again for the port at once finds it free.  (No
-		 * handler takes the mutex.)  It waits for its handlers: none sees @g after.
+		 * Under the mutex: a door opened again at once finds the port free.  (No handler
+		 * takes the mutex.)  It waits for its handlers: none sees @d after.
 		 */
-		if (id)
-			rdma_destroy_id(id);
-		kfree(g);
+		rdma_destroy_id(d->id);
+		kfree(d);
 	}
-	mutex_unlock(&rs_rp_mutex);
+	mutex_unlock(&rs_door_mutex);
 }
 
-/* A spread over the client's address and port, as TCP hashes its connections for reuseport. */
-static u32 rs_rp_hash(const struct sockaddr *sa)
+/*
+ * The listener TCP gives a SYN from the request's client to @port (network order), if it is one
+ * of ours; else NULL, and *@group says whether it is in a SO_REUSEPORT group (where another client
+ * address may be given one of ours).
+ */
+static struct rs_sock *rs_door_pick(struct rs_door *d, struct rdma_cm_id *id, __be16 port,
+				    bool *group)
 {
-	static u32 seed __read_mostly;
+	const struct sockaddr *l = (const struct sockaddr *)&id->route.addr.src_addr;
+	const struct sockaddr *r = (const struct sockaddr *)&id->route.addr.dst_addr;
+	struct inet_hashinfo *h = d->net->ipv4.tcp_death_row.hashinfo;
+	int dif = id->route.addr.dev_addr.bound_dev_if;
+	struct rs_sock *rs, *owner = NULL;
+	struct sock *sk = NULL;
 
-	net_get_random_once(&seed, sizeof(seed));
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
-
-		return jhash_2words((__force u32)sin->sin_addr.s_addr, (__force u16)sin->sin_port,
-				    seed);
-	}
-	return jhash2((const u32 *)&((const struct sockaddr_in6 *)sa)->sin6_addr, 4,
-		      seed ^ (__force u16)((const struct sockaddr_in6 *)sa)->sin6_port);
-}
-
-/* The member this client goes to, as TCP's reuseport group chooses; NULL: not one of ours. */
-static struct rs_sock *rs_rp_pick(struct rs_rp_group *g, struct rdma_cm_id *id)
-{
-	struct rs_sock *rs, *first, *owner = NULL;
-	u32 hash = rs_rp_hash((struct sockaddr *)&id->route.addr.dst_addr);
-	struct sock *sel;
-	unsigned int n = 0;
-
-	lockdep_assert_held(&g->members_sem);
-	first = list_first_entry_or_null(&g->members, struct rs_sock, rp_node);
-	if (!first)
+	lockdep_assert_held(&d->members_sem);
+	*group = false;
+	if (l->sa_family != r->sa_family)
 		return NULL;
 	rcu_read_lock();
-	sel = reuseport_select_sock(first->tcp->sk, hash, NULL, 0);
-	if (sel)
-		owner = rs_tcp_owner(sel);	/* to compare, never to follow */
-	rcu_read_unlock();
-	if (!sel) {	/* no TCP group to ask (not while they listen): ours, by the hash */
-		n = reciprocal_scale(hash, list_count_nodes(&g->members));
-		list_for_each_entry(rs, &g->members, rp_node)
-			if (!n--)
-				return rs;
-		return NULL;
+	if (l->sa_family == AF_INET) {
+		const struct sockaddr_in *l4 = (const void *)l, *r4 = (const void *)r;
+
+		sk = __inet_lookup_listener(d->net, h, NULL, 0, r4->sin_addr.s_addr, r4->sin_port,
+					    l4->sin_addr.s_addr, ntohs(port), dif, 0);
+#if IS_ENABLED(CONFIG_IPV6)
+	} else if (l->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *l6 = (const void *)l, *r6 = (const void *)r;
+
+		sk = inet6_lookup_listener(d->net, h, NULL, 0, &r6->sin6_addr, r6->sin6_port,
+					   &l6->sin6_addr, ntohs(port), dif, 0);
+#endif
 	}
-	/* Compared, never followed: only a member (members_sem keeps it) is used. */
-	list_for_each_entry(rs, &g->members, rp_node)
+	if (!IS_ERR_OR_NULL(sk)) {
+		owner = rs_tcp_owner(sk);	/* compared, never followed */
+		*group = !!rcu_access_pointer(sk->sk_reuseport_cb);
+	}
+	rcu_read_unlock();
+	if (!owner)
+		return NULL;
+	/* Only a member (members_sem keeps it) is used. */
+	list_for_each_entry(rs, rs_door_bucket(d, ntohs(port)), door_node)
 		if (rs == owner)
 			return rs;
 	return NULL;
 }
 
-static int rs_rp_request(struct rs_rp_group *g, struct rdma_cm_id *id, struct rdma_cm_event *ev)
+static int rs_door_request(struct rs_door *d, struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
+	__be16 port = rs_hello_peek_port(ev->param.conn.private_data,
+					 ev->param.conn.private_data_len);
 	struct rs_sock *listener;
-	int err = -ECONNREFUSED;
+	bool group;
+	__be32 why;
+	int err;
 
-	down_read(&g->members_sem);
-	listener = rs_rp_pick(g, id);
-	if (listener) {
-		err = rs_cm_request(listener, id, ev);
-	} else {
-		/* Said so: the client goes to TCP at once, and does not remember us as TCP-only. */
-		__be32 why = cpu_to_be32(RS_REJ_TCP);
-
-		rs_count(g->net, RS_CNT_RP_TO_TCP);
+	if (!port) {
+		why = cpu_to_be32(RS_REJ_HELLO);
+		rs_count(d->net, RS_CNT_PROTO_ERR);
 		rdma_reject(id, &why, sizeof(why), IB_CM_REJ_CONSUMER_DEFINED);
+		return -EPROTO;		/* rdma_cm destroys the id */
 	}
-	up_read(&g->members_sem);
+	down_read(&d->members_sem);
+	listener = rs_door_pick(d, id, port, &group);
+	if (listener) {
+		err = rs_cm_request(listener, id, ev, port);
+	} else {
+		/*
+		 * Said so: the client goes to TCP at once.  It remembers this host and port as
+		 * TCP's (the negative cache), unless a SO_REUSEPORT group may give its next
+		 * connection to one of ours.
+		 */
+		why = cpu_to_be32(group ? RS_REJ_TCP : RS_REJ_NOT_OURS);
+		rs_count(d->net, RS_CNT_DOOR_TO_TCP);
+		rdma_reject(id, &why, sizeof(why), IB_CM_REJ_CONSUMER_DEFINED);
+		err = -ECONNREFUSED;
+	}
+	up_read(&d->members_sem);
 	return err;
 }
 
-/* DEVICE_REMOVAL of the group's id: destroyed (by rdma_cm), the members serve TCP alone. */
-static int rs_rp_device_removal(struct rs_rp_group *g, struct rdma_cm_id *id)
+static int rs_door_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
-	if (cmpxchg(&g->id, id, NULL) == id)
-		return 1;
-	/* rs_rp_join() holds it still (rdma_listen()): mark, then try once more (as listeners). */
-	WRITE_ONCE(g->dev_gone, true);
-	smp_mb();	/* pairs with the xchg in rs_rp_join() */
-	if (cmpxchg(&g->id, id, NULL) == id)
-		return 1;
-	return 0;	/* rs_rp_join() saw the mark, or rs_rp_leave() destroys it */
-}
-
-static int rs_rp_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
-{
-	struct rs_rp_group *g = (void *)((unsigned long)id->context & ~RS_RP_TAG);
+	struct rs_door *d = (void *)((unsigned long)id->context & ~RS_DOOR_TAG);
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
-		return rs_rp_request(g, id, ev);
-	if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
-		return rs_rp_device_removal(g, id);
+		return rs_door_request(d, id, ev);
 	return 0;
 }
 
@@ -700,6 +693,7 @@ static int rs_reject_reason(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return RDMASOCK_REASON_PEER_BUSY;
 	if (why && len >= sizeof(*why) && be32_to_cpu(*why) == RS_REJ_TCP)
 		return RDMASOCK_REASON_PEER_TCP;
+	/* As from a host without rdmasock: remembered (the negative cache). */
 	return RDMASOCK_REASON_PEER_REJECT;
 }
 
@@ -741,7 +735,9 @@ bool rs_cm_child_queue(struct rs_sock *child)
 	return linked;
 }
 
-static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct rdma_cm_event *ev)
+/* A request the door gave @listener, for its TCP port @port. */
+static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct rdma_cm_event *ev,
+			 __be16 port)
 {
 	struct rdma_conn_param param;
 	struct rs_hello_ext hello;
@@ -760,8 +756,9 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 	child = rs_child_alloc(listener, id);
 	if (!child)
 		return -ENOMEM;
+	rs_note_addrs(child, id, port);
 	err = rs_hello_parse(child, ev->param.conn.private_data, ev->param.conn.private_data_len,
-			     false);
+			     false, port);
 	if (err) {
 		err = rs_reject_hello(child, id);
 		goto fail;
@@ -781,7 +778,6 @@ static int rs_cm_request(struct rs_sock *listener, struct rdma_cm_id *id, struct
 		goto fail;
 	}
 	child->remote_qpn = ev->param.conn.qp_num;
-	rs_note_addrs(child, id);
 	/*
 	 * Only our own receive ring now (RS_RING_START, our choice): the staging ring, whose size
 	 * the client's hello chose, waits for the RTU (rs_cm_child_established), so a half-open
@@ -869,7 +865,7 @@ void rs_cm_listener_close(struct rs_sock *rs)
 {
 	struct rs_sock *child;
 
-	rs_rp_leave(rs);
+	rs_door_leave(rs);
 	rs_cm_id_drop(rs);
 	spin_lock_bh(&rs->lock);
 	rs->sk.sk_state = TCP_CLOSE;
@@ -922,17 +918,6 @@ static int rs_cm_device_removal(struct rs_sock *rs, struct rdma_cm_id *id)
 {
 	int state = READ_ONCE(rs->sk.sk_state);
 
-	/* A listener bound to this device's address goes on serving TCP. */
-	if (state == TCP_LISTEN) {
-		if (cmpxchg(&rs->cm_id, id, NULL) == id)
-			return 1;	/* rdma_cm destroys the id */
-		/* listen() holds it (rs_cm_listen): mark, then try once more. */
-		set_bit(RS_F_DEV_GONE, &rs->flags);
-		smp_mb__after_atomic();	/* the mark before the second look, as rs_cm_listen() */
-		if (cmpxchg(&rs->cm_id, id, NULL) == id)
-			return 1;
-		return 0;	/* rs_cm_listen() destroys it */
-	}
 	/*
 	 * A socket only bound (no attempt yet) is not reset, and process context owns its id:
 	 * connect_work destroys it under lock_sock if it is still unused then (a listen() or a
@@ -954,11 +939,12 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct rs_sock *rs = id->context;
 
-	if ((unsigned long)id->context & RS_RP_TAG)
-		return rs_rp_handler(id, ev);
+	if ((unsigned long)id->context & RS_DOOR_TAG)
+		return rs_door_handler(id, ev);
 
+	/* Only the door listens: a socket's id never has a request (rdma_cm destroys it). */
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
-		return rs_cm_request(rs, id, ev);
+		return -EINVAL;
 	if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
 		return rs_cm_device_removal(rs, id);
 	/*

@@ -48,6 +48,8 @@ u8 rs_hello_build(struct rs_sock *rs, struct rs_hello_ext *e)
 	h->ring_addr = cpu_to_be64(rs->rx.mr->iova);
 	h->ring_rkey = cpu_to_be32(rs->rx.mr->rkey);
 	h->ring_size = cpu_to_be32(rs->rx.size);
+	/* The connection's port at the server: the client's destination, a child's own. */
+	h->port = rs_addr_port((struct sockaddr *)(rs->parent ? &rs->local_addr : &rs->peer_addr));
 	if (!resume) {
 		clear_bit(RS_F_RESUMABLE, &rs->flags);
 		return sizeof(*h);
@@ -69,10 +71,11 @@ u8 rs_hello_build(struct rs_sock *rs, struct rs_hello_ext *e)
 }
 
 /*
- * Accept a peer's hello only if every field is what version 1 allows; @reused: it came in OPEN or
- * ACCEPT (park.c), which must say they are the sender's READY, where the CM's REQ and REP never do.
+ * Accept a peer's hello only if every field is what this version allows; @reused: it came in OPEN
+ * or ACCEPT (park.c), which must say they are the sender's READY, where the CM's REQ and REP never
+ * do.  @port: the connection's TCP port at the server, which the hello must name (network order).
  */
-int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len, bool reused)
+int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len, bool reused, __be16 port)
 {
 	const struct rs_hello_ext *e = data;
 	const struct rs_hello *h = data;
@@ -85,9 +88,11 @@ int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len, bool reused)
 	if (h->version != RS_PROTO_VERSION ||
 	    be16_to_cpu(h->len) != (resume ? sizeof(*e) : sizeof(*h)) ||
 	    len < be16_to_cpu(h->len) ||
-	    (h->flags & ~RS_HELLO_FLAGS) || h->reserved[0] || h->reserved[1] ||
+	    (h->flags & ~RS_HELLO_FLAGS) || h->reserved16 || h->reserved ||
 	    !(h->flags & RS_HELLO_F_READY) != !reused)
 		return -EPROTONOSUPPORT;
+	if (!port || h->port != port)
+		return -EPROTO;
 	size = be32_to_cpu(h->ring_size);
 	if (!rs_ring_size_ok(size) || size % PAGE_SIZE)
 		return -EPROTO;
@@ -118,3 +123,18 @@ int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len, bool reused)
 	return 0;
 }
 
+
+/*
+ * The TCP port a client's REQ names, read before there is a socket to parse it for (the door,
+ * cm.c, gives the request to that port's listener, whose child then parses it whole): 0 when
+ * the hello is not one of this version's.
+ */
+__be16 rs_hello_peek_port(const void *data, u8 len)
+{
+	const struct rs_hello *h = data;
+
+	if (!data || len < sizeof(*h) || be32_to_cpu(h->magic) != RS_HELLO_MAGIC ||
+	    h->version != RS_PROTO_VERSION)
+		return 0;
+	return h->port;
+}

@@ -12,6 +12,7 @@ struct rs_hello_ext {
 };
 
 u8 rs_hello_build(struct rs_sock *rs, struct rs_hello_ext *e);
-int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len, bool reused);
+int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len, bool reused, __be16 port);
+__be16 rs_hello_peek_port(const void *data, u8 len);
 
 #endif /* RDMASOCK_HELLO_H */

@@ -454,7 +454,8 @@ static bool rs_park_accept(struct rs_sock *o)
 	child->mode = RDMASOCK_MODE_RDMA;
 	lock_sock_nested(&o->sk, SINGLE_DEPTH_NESTING);
 	smp_rmb();	/* the bit (rs_park_hold()) before the hello: rx.c */
-	err = rs_hello_parse(child, o->open_buf, o->open_len, true);
+	err = rs_hello_parse(child, o->open_buf, o->open_len, true,
+			     rs_addr_port((struct sockaddr *)&o->local_addr));
 	if (!err && o->tx.size > child->peer_ring_size)
 		err = -EPROTO;
 	if (!err)

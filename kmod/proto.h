@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * rdmasock wire format, version 1: everything one end sends the other, and nothing else.
+ * rdmasock wire format, version 2: everything one end sends the other, and nothing else.
  * docs/design.md ("Wire format", "Validation") describes it.  Included by the module and by
  * userspace test peers (selftests/hostile_peer.c): only <linux/types.h> types, no kernel macros.
  * All multi-byte fields are big-endian on the wire.
@@ -11,12 +11,21 @@
 #include <linux/types.h>
 
 #define RS_HELLO_MAGIC		0x52534f4bU	/* "RSOK" */
-#define RS_PROTO_VERSION	1
+#define RS_PROTO_VERSION	2
+
+/*
+ * A client's CM REQ goes to one rdma_cm port per network namespace, the module's (rdma_port, below
+ * 1024: no unprivileged user can listen there), never to the TCP port it connects to.  Its hello
+ * names that TCP port, and the server gives the request to the listener TCP's own lookup gives
+ * that port to (cm.c, "The door").  Version 1 sent the REQ to the TCP port itself.
+ */
+#define RS_RDMA_PORT_DEFAULT	1018
 
 /* A REJ's private data (a big-endian u32), why the server refused RDMA for this connection. */
 #define RS_REJ_HELLO		0x52534801U	/* your hello does not parse */
 #define RS_REJ_BUSY		0x52534802U	/* backlog full, retry */
-#define RS_REJ_TCP		0x52534803U	/* go to TCP (a reuseport group's choice) */
+#define RS_REJ_TCP		0x52534803U	/* go to TCP this time (a reuseport group's choice) */
+#define RS_REJ_NOT_OURS		0x52534804U	/* go to TCP: no rdmasock listener has the port */
 
 /*
  * Carried in the CM REQ (client) and REP (server) private data.  32 bytes: the REQ of RDMA_PS_TCP
@@ -30,7 +39,9 @@ struct rs_hello {
 	__be64 ring_addr;	/* iova of the sender's receive ring */
 	__be32 ring_rkey;	/* rkey of that ring, valid for this QP's peer only */
 	__be32 ring_size;	/* bytes: rs_ring_size_ok() */
-	__be32 reserved[2];	/* zero */
+	__be16 port;		/* the connection's TCP port at the server: what the client connected to */
+	__be16 reserved16;	/* zero */
+	__be32 reserved;	/* zero */
 };
 
 #define RS_HELLO_SIZE		32

@@ -304,22 +304,19 @@ static int rs_rdma_shutdown(struct rs_sock *rs, int how)
 	return rs_shutdown(rs, how);
 }
 
-/* The addresses of the connection's id; before there is one, the TCP socket's (the port's). */
+/*
+ * The connection's addresses as the CM set it up (rs_note_addrs(): the server's port is the TCP
+ * port the client connected to, not the door's); before there is one, the TCP socket's.
+ */
 static int rs_rdma_getname(struct rs_sock *rs, struct sockaddr *addr, int peer)
 {
-	struct sockaddr_storage src;
-	struct rdma_addr *ra;
-
 	sock_owned_by_me(&rs->sk);
 	if (rs->mode != RDMASOCK_MODE_RDMA || !rs->cm_id)
 		return rs_tcp_carrier.getname(rs, addr, peer);
 	if (peer && rs->sk.sk_state != TCP_ESTABLISHED && !(rs->sk.sk_shutdown & RCV_SHUTDOWN))
 		return -ENOTCONN;
-	ra = &rs->cm_id->route.addr;
-	memcpy(&src, peer ? &ra->dst_addr : &ra->src_addr, sizeof(src));
-	rs_addr_scope_fill((struct sockaddr *)&src, ra->dev_addr.bound_dev_if);
 	/* An AF_INET6 socket names an IPv4 peer as TCP's does: v4-mapped. */
-	return rs_name_copy(rs, addr, (struct sockaddr *)&src);
+	return rs_name_copy(rs, addr, (struct sockaddr *)(peer ? &rs->peer_addr : &rs->local_addr));
 }
 
 /* TCP_INFO: ours for a connection on RDMA, else the TCP socket's (a listener's, say). */

@@ -137,7 +137,7 @@ enum rs_flag {
 	RS_F_NR			/* (rs->flags is one unsigned long) */
 };
 
-struct rs_rp_group;
+struct rs_door;
 
 /* The SOL_SOCKET state a TCP socket acts on (fallback.c passes it on). */
 enum rs_sol_field {
@@ -276,8 +276,8 @@ struct rs_sock {
 	struct list_head accept_node;	/* on parent's pending_q or ready_q */
 	/* The socket layer's constructor of a child with this listener's options. */
 	struct rs_sock *(*new_child)(struct rs_sock *listener);
-	struct rs_rp_group *rp_group;	/* a listener with SO_REUSEPORT: its group (cm.c) */
-	struct list_head rp_node;	/* on rp_group->members */
+	struct rs_door *door;		/* a listener: its namespace's RDMA listener (cm.c) */
+	struct list_head door_node;	/* on door->members */
 	struct list_head pending_q;	/* children accepted by the CM, not established yet */
 	struct list_head ready_q;	/* established children waiting for accept() */
 	unsigned int queued;		/* pending + ready */

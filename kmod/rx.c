@@ -244,7 +244,7 @@ static int rs_rx_hello(struct rs_sock *rs, u32 code, u32 len)
 	}
 	if (rs->parent || !test_bit(RS_F_OPENING, &rs->flags) || test_bit(RS_F_CM_EST, &rs->flags))
 		return -EPROTO;
-	err = rs_hello_parse(rs, buf, len, true);
+	err = rs_hello_parse(rs, buf, len, true, rs_addr_port((struct sockaddr *)&rs->peer_addr));
 	/* Our staging ring, made for the ring this QP's server had: never larger than its ring. */
 	if (err || rs->tx.size > rs->peer_ring_size)
 		return -EPROTO;

@@ -23,7 +23,7 @@ enum rs_counter {
 	RS_CNT_CTRL_DEFERRED,	/* a control message found the SQ full: a completion sends it */
 	RS_CNT_ORPHAN_DROPPED,	/* a close beyond max_orphans reset its connection */
 	RS_CNT_ORPHAN_TIMEOUT,	/* an orphan's peer took nothing for TCP_USER_TIMEOUT: reset */
-	RS_CNT_RP_TO_TCP,	/* reuseport group: TCP's choice was a plain TCP listener */
+	RS_CNT_DOOR_TO_TCP,	/* the door: TCP gives the request's port to no rdmasock listener */
 	RS_CNT_CGROUP_SOCKET,	/* a TCP socket() made an rdmasock one by the cgroup switch */
 	RS_CNT_RESUMED,		/* connections that lost their RDMA path and resumed over TCP */
 	RS_CNT_RESUME_BYTES,	/* bytes replayed over TCP after a resume */

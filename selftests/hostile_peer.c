@@ -5,8 +5,12 @@
  *
  *   hostile_peer ADDR PORT CASE
  *
+ * The request goes to the kernel's door (the rdma_port module parameter, read from sysfs) and its
+ * hello names PORT, the TCP port of the kernel listener, as a kernel client's does.
+ *
  * Hello cases (the kernel must reject the connection): hello_short, hello_magic, hello_version,
- * hello_size, hello_flags.  Cases after a valid set-up (the kernel must reset the connection):
+ * hello_size, hello_flags, hello_port0 (names no port), hello_reserved (a reserved field set),
+ * hello_other_port (names a port no rdmasock listener has).  Cases after a valid set-up (the kernel must reset the connection):
  * data_overflow (an immediate claiming more than the ring), data_zero, consumed_ahead (a cursor
  * past what was sent), bad_type, bad_ctrl, double_fin, write_outside (an RDMA write past the
  * ring: the HCA refuses it), flood (writes without credit), disconnect (gone mid-transfer),
@@ -54,7 +58,11 @@
  *   hostile_peer --listen ADDR PORT CASE
  *
  * A user-space rdma_cm listener on ADDR:PORT.  "hold" only listens (prints "listening", then waits
- * to be killed): it holds the port in rdma_cm's port space.  "data_before_ready" accepts a kernel
+ * to be killed): it holds the port in rdma_cm's port space.  "watch" listens, and prints "request"
+ * for each connection request that comes, which it rejects (run as an unprivileged user on a TCP
+ * service's port: rdmasock clients of that service must never come to it).  The other cases take a
+ * kernel client's request, so they listen on the door's port; their hello names the port the
+ * client's did.  "data_before_ready" accepts a kernel
  * client with a valid hello, WRITEs into its ring and never sends READY.  "ready_reset" and
  * "ready_fin" accept one, send READY and at once a RESET or a FIN (print "CASE: sent", then wait
  * to be killed).
@@ -98,6 +106,7 @@ static struct ibv_mr *rmr;	/* reuse cases: the receives' buffer (ACCEPT's hello 
 static char *rbuf;
 static uint64_t peer_addr;
 static uint32_t peer_rkey, peer_size;
+static uint16_t tcp_port;	/* the TCP port our hello names (host order) */
 
 static int die(const char *what)
 {
@@ -327,6 +336,21 @@ static void hello_valid(struct rs_hello *h)
 	h->ring_addr = htobe64((uintptr_t)ring);
 	h->ring_rkey = htobe32(mr->rkey);
 	h->ring_size = htobe32(RING);
+	h->port = htobe16(tcp_port);
+}
+
+/* The kernel's door: every rdmasock connection request goes to this rdma_cm port. */
+static uint16_t door_port(void)
+{
+	FILE *f = fopen("/sys/module/rdmasock/parameters/rdma_port", "r");
+	unsigned int port = RS_RDMA_PORT_DEFAULT;
+
+	if (f) {
+		if (fscanf(f, "%u", &port) != 1)
+			port = RS_RDMA_PORT_DEFAULT;
+		fclose(f);
+	}
+	return port;
 }
 
 /*
@@ -567,6 +591,18 @@ static int serve(const char *addr, const char *port, const char *c)
 		pause();
 		return 0;
 	}
+	if (!strcmp(c, "watch")) {
+		for (;;) {
+			if (rdma_get_cm_event(ch, &ev))
+				die("rdma_get_cm_event");
+			if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+				printf("request\n");
+				fflush(stdout);
+				rdma_reject(ev->id, NULL, 0);
+			}
+			rdma_ack_cm_event(ev);
+		}
+	}
 	if (strcmp(c, "data_before_ready") && strcmp(c, "ready_reset") && strcmp(c, "ready_fin"))
 		return 2;
 	ev = wait_event(RDMA_CM_EVENT_CONNECT_REQUEST);
@@ -575,6 +611,7 @@ static int serve(const char *addr, const char *port, const char *c)
 	const struct rs_hello *ph = ev->param.conn.private_data;
 
 	id = ev->id;
+	tcp_port = be16toh(ph->port);	/* our REP names the port the client connected to */
 	peer_addr = be64toh(ph->ring_addr);
 	peer_rkey = be32toh(ph->ring_rkey);
 	peer_size = be32toh(ph->ring_size);
@@ -609,13 +646,21 @@ static int serve(const char *addr, const char *port, const char *c)
 	return dropped ? 0 : 1;
 }
 
-/* A new event channel and id (ch, id), its address and route resolved towards @ai. */
+/*
+ * A new event channel and id (ch, id), its address and route resolved towards @ai's host, at the
+ * kernel's door; the hello names @ai's port.
+ */
 static void resolve(const struct addrinfo *ai)
 {
+	struct sockaddr_storage door;
+
+	memcpy(&door, ai->ai_addr, ai->ai_addrlen);
+	tcp_port = ntohs(((struct sockaddr_in *)&door)->sin_port);	/* (same place in sin6) */
+	((struct sockaddr_in *)&door)->sin_port = htons(door_port());
 	ch = rdma_create_event_channel();
 	if (!ch || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
 		die("create id");
-	if (rdma_resolve_addr(id, NULL, ai->ai_addr, 2000))
+	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&door, 2000))
 		die("resolve addr");
 	rdma_ack_cm_event(wait_event(RDMA_CM_EVENT_ADDR_RESOLVED));
 	if (rdma_resolve_route(id, 2000))
@@ -714,6 +759,12 @@ int main(int argc, char **argv)
 		h.ring_size = htobe32(12345);
 	if (!strcmp(c, "hello_flags"))
 		h.flags = 0x80;
+	if (!strcmp(c, "hello_port0"))
+		h.port = 0;
+	if (!strcmp(c, "hello_reserved"))
+		h.reserved16 = htobe16(1);
+	if (!strcmp(c, "hello_other_port"))
+		h.port = htobe16(tcp_port ^ 1);
 	if (rbuf)	/* a ring at the first size the kernel's own start with: one it parks */
 		h.ring_size = htobe32(RS_RING_MIN);
 	param.private_data = &h;

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <netinet/tcp.h>
 #include "lib.h"
@@ -88,6 +90,33 @@ static int spawn_peer(const struct sockaddr_storage *ss, const char *mode, const
 static int run_server(const struct sockaddr_storage *ss, const char *what, pid_t *pid)
 {
 	return spawn_peer(ss, "--listen", what, "listening\n", pid);
+}
+
+/* The module's door: the rdma_cm port every rdmasock connection request goes to. */
+static unsigned short door_port(void)
+{
+	FILE *f = fopen("/sys/module/rdmasock/parameters/rdma_port", "r");
+	unsigned int port = 0;
+
+	if (f) {
+		if (fscanf(f, "%u", &port) != 1)
+			port = 0;
+		fclose(f);
+	}
+	return port;
+}
+
+/*
+ * hostile_peer --listen as the server of a kernel client, which sends its request to the door's
+ * port of the host it connects to: it listens there.  The module's own door is open while an
+ * rdmasock listener is, so the caller has closed its listeners first.
+ */
+static int run_door_server(const char *what, pid_t *pid)
+{
+	struct sockaddr_storage door;
+
+	host_addr(AF_INET, &door, door_port());
+	return run_server(&door, what, pid);
 }
 
 /* Sockets in /proc/net/rdmasock on local port @port in state @st (as it shows it: "03"). */
@@ -171,6 +200,7 @@ FIXTURE(hostile) {
 FIXTURE_VARIANT(hostile) {
 	const char *what;
 	bool rejected;		/* the hello must be refused */
+	const char *counter;	/* rejected: the counter that says why (else a protocol error) */
 	int err;		/* else: the errno the accepted socket must report */
 	bool counted;		/* a peer protocol violation */
 	bool read_after;	/* read only once the peer is done (else a fast reader keeps up) */
@@ -184,6 +214,12 @@ REJECT(hello_magic);
 REJECT(hello_version);
 REJECT(hello_size);
 REJECT(hello_flags);
+REJECT(hello_port0);
+REJECT(hello_reserved);
+/* A port TCP gives no rdmasock listener: sent to TCP, as a client of a plain TCP port. */
+FIXTURE_VARIANT_ADD(hostile, hello_other_port) {
+	.what = "hello_other_port", .rejected = true, .counter = "door_to_tcp"
+};
 VIOLATION(data_overflow);
 VIOLATION(data_zero);
 VIOLATION(consumed_ahead);
@@ -214,7 +250,8 @@ FIXTURE_TEARDOWN(hostile)
 
 TEST_F_TIMEOUT(hostile, kernel_survives, 90)
 {
-	long long violations = rs_counter("peer_protocol_errors");
+	const char *why = variant->counter ? variant->counter : "peer_protocol_errors";
+	long long violations = rs_counter("peer_protocol_errors"), refused = rs_counter(why);
 	pid_t pid = run_peer(&self->ss, variant->what);
 	int c, s;
 	char buf[64];
@@ -222,7 +259,7 @@ TEST_F_TIMEOUT(hostile, kernel_survives, 90)
 	if (variant->rejected) {
 		ASSERT_EQ(0, peer_status(pid));
 		ASSERT_EQ(0, poll_one(self->lfd, POLLIN, 0));
-		ASSERT_EQ(violations + 1, rs_counter("peer_protocol_errors"));
+		ASSERT_EQ(refused + 1, rs_counter(why));
 	} else {
 		int ready = 0, status = -1, st;
 
@@ -394,13 +431,17 @@ TEST_F_TIMEOUT(once, kernel_client_refuses_data_before_ready, 120)
 
 	free_port(&ss, &len);
 	ASSERT_NE(0, addr_port(&ss));
-	ASSERT_EQ(0, run_server(&ss, "data_before_ready", &pid));
+	close(self->lfd);	/* (the door's port is the liar's now) */
+	self->lfd = -1;
+	ASSERT_EQ(0, run_door_server("data_before_ready", &pid));
 	c = socket(rs_family_number(), SOCK_STREAM, 0);
 	ASSERT_EQ(0, setsockopt(c, SOL_RDMASOCK, RDMASOCK_NO_FALLBACK, &one, sizeof(one)));
 	ASSERT_EQ(-1, connect(c, (struct sockaddr *)&ss, len));
 	if (errno != EPROTO)
 		ASSERT_EQ(ECONNRESET, errno);
 	ASSERT_EQ(0, peer_status(pid));
+	self->lfd = make_listener(CARRIER_RDMASOCK, AF_INET, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
 	/* Nothing the liar wrote is readable: end of stream, as TCP after a reset connect. */
 	ASSERT_GE(0, recv(c, buf, sizeof(buf), MSG_DONTWAIT));
 	/* The socket connects again (the aborted attempt torn down first), to an honest server. */
@@ -433,7 +474,9 @@ TEST_F_TIMEOUT(once, reset_right_after_ready_is_the_connection_s, 120)
 
 	free_port(&ss, &len);
 	ASSERT_NE(0, addr_port(&ss));
-	ASSERT_EQ(0, run_server(&ss, "ready_reset", &pid));
+	close(self->lfd);	/* (the door's port is the liar's now) */
+	self->lfd = -1;
+	ASSERT_EQ(0, run_door_server("ready_reset", &pid));
 	c = socket(rs_family_number(), SOCK_STREAM, 0);
 	ASSERT_EQ(0, setsockopt(c, SOL_RDMASOCK, RDMASOCK_NO_FALLBACK, &one, sizeof(one)));
 	ASSERT_EQ(0, setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
@@ -456,6 +499,8 @@ TEST_F_TIMEOUT(once, reset_right_after_ready_is_the_connection_s, 120)
 	}
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+	self->lfd = make_listener(CARRIER_RDMASOCK, AF_INET, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
 	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len)) {
 		TH_LOG("connect again: errno %d", errno);
 	}
@@ -485,7 +530,9 @@ TEST_F_TIMEOUT(once, fin_right_after_ready_leaves_close_wait, 120)
 
 	free_port(&ss, &len);
 	ASSERT_NE(0, addr_port(&ss));
-	ASSERT_EQ(0, run_server(&ss, "ready_fin", &pid));
+	close(self->lfd);	/* (the door's port is the liar's now) */
+	self->lfd = -1;
+	ASSERT_EQ(0, run_door_server("ready_fin", &pid));
 	c = socket(rs_family_number(), SOCK_STREAM, 0);
 	ASSERT_EQ(0, setsockopt(c, SOL_RDMASOCK, RDMASOCK_NO_FALLBACK, &one, sizeof(one)));
 	ASSERT_EQ(0, setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
@@ -579,44 +626,172 @@ TEST_F_TIMEOUT(once, ring_addresses_tell_nothing_physical, 60)
 }
 
 /*
- * Someone else (any local user) listens on our port in rdma_cm's port space: listen() fails as a
- * taken TCP port fails it, instead of serving TCP alone while the other gets every RDMA client.
+ * hostile_peer --listen @ss "watch" as an unprivileged user (nobody), as any local user may:
+ * /dev/infiniband/rdma_cm is open to all (rdma-core's udev rule; the VM's devtmpfs node is made
+ * so here).  Its output in *@out: "request" for each connection request it got; its first line
+ * in @line (64 bytes): "listening", or why not.
  */
-TEST_F_TIMEOUT(once, rdma_port_held_by_another_listener, 120)
+static int run_watcher(const struct sockaddr_storage *ss, pid_t *pid, FILE **out, char *line)
 {
-	long long taken = rs_counter("listen_rdma_port_taken");
-	struct sockaddr_storage ss;
-	socklen_t len;
-	int fd, c, s, one = 1;
-	char buf[2];
-	pid_t pid;
+	char addr[INET_ADDRSTRLEN], port[8], tool[512];
+	int p[2];
 
-	free_port(&ss, &len);
-	ASSERT_NE(0, addr_port(&ss));
-	ASSERT_EQ(0, run_server(&ss, "hold", &pid));
-	fd = socket(rs_family_number(), SOCK_STREAM, 0);
-	ASSERT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
-	ASSERT_EQ(0, bind(fd, (struct sockaddr *)&ss, len));
-	ASSERT_EQ(-1, listen(fd, 4));
-	ASSERT_EQ(EADDRINUSE, errno);
-	close(fd);
-	ASSERT_EQ(taken + 1, rs_counter("listen_rdma_port_taken"));
+	line[0] = 0;
+	if (chmod("/dev/infiniband/rdma_cm", 0666))
+		return -1;
+	inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, addr, sizeof(addr));
+	snprintf(port, sizeof(port), "%u", addr_port(ss));
+	snprintf(tool, sizeof(tool), "%s/build/selftests/hostile_peer", getenv("RDMASOCK_TOP"));
+	if (pipe(p))
+		return -1;
+	*pid = fork();
+	if (!*pid) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[0]);
+		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+			_exit(5);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* (a change of credentials clears it) */
+		execl(tool, "hostile_peer", "--listen", addr, port, "watch", (char *)NULL);
+		_exit(4);
+	}
+	close(p[1]);
+	*out = fdopen(p[0], "r");
+	if (!*out || !fgets(line, 64, *out) || strcmp(line, "listening\n")) {
+		fprintf(stderr, "# hostile_peer --listen %s %s watch (as nobody) said \"%s\"\n", addr,
+			port, line);
+		return -1;
+	}
+	return 0;
+}
+
+/* What the watcher said after the line "listening", once it is killed: "" when nothing. */
+static void watcher_stop(pid_t pid, FILE *out, char *said, size_t size)
+{
+	size_t n;
+
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
-	/* Once the other is gone the port serves RDMA again. */
-	fd = socket(rs_family_number(), SOCK_STREAM, 0);
-	ASSERT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
-	ASSERT_EQ(0, bind(fd, (struct sockaddr *)&ss, len));
-	ASSERT_EQ(0, listen(fd, 4));
+	n = fread(said, 1, size - 1, out);
+	said[n] = 0;
+	fclose(out);
+}
+
+/*
+ * The port hijack (#47): a local user listening in rdma_cm's port space on the port of someone
+ * else's TCP service got that service's rdmasock clients, and their bytes.  Requests go to the
+ * door now, which only privilege can hold: the unprivileged listener gets no request, and the
+ * client's bytes reach the port's owner in TCP's space: over TCP when it is a plain TCP service
+ * (no rdmasock listener has the port), over RDMA when it is an rdmasock listener (whose listen()
+ * no rdma_cm listener on its port can make fail now).
+ */
+TEST_F_TIMEOUT(once, rdma_cm_listener_on_a_tcp_port_gets_no_client, 120)
+{
+	for (int rdmasock = 0; rdmasock < 2; rdmasock++) {
+		long long to_tcp = rs_counter("door_to_tcp");
+		struct sockaddr_storage ss;
+		char said[256], buf[8];
+		int lfd, c, s, one = 1;
+		socklen_t len;
+		char first[64];
+		FILE *out;
+		pid_t pid;
+
+		free_port(&ss, &len);
+		ASSERT_NE(0, addr_port(&ss));
+		ASSERT_EQ(0, run_watcher(&ss, &pid, &out, first));
+		/* The service: the port's owner in TCP's space, plain TCP or rdmasock. */
+		lfd = socket(rdmasock ? rs_family_number() : AF_INET, SOCK_STREAM, 0);
+		ASSERT_EQ(0, setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+		ASSERT_EQ(0, bind(lfd, (struct sockaddr *)&ss, len));
+		ASSERT_EQ(0, listen(lfd, 4));
+		c = socket(rs_family_number(), SOCK_STREAM, 0);
+		ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+		ASSERT_EQ(6, send(c, "secret", 6, 0));
+		s = accept(lfd, NULL, NULL);
+		ASSERT_LE(0, s);
+		ASSERT_EQ(6, recv(s, buf, 6, MSG_WAITALL));
+		ASSERT_EQ(0, memcmp(buf, "secret", 6));
+		watcher_stop(pid, out, said, sizeof(said));
+		ASSERT_EQ(NULL, strstr(said, "request")) TH_LOG("%s service: %s",
+							 rdmasock ? "rdmasock" : "TCP", said);
+		TH_LOG("%s service: client %s (reason %d)", rdmasock ? "rdmasock" : "TCP",
+		       rs_getint(c, RDMASOCK_MODE) == RDMASOCK_MODE_RDMA ? "RDMA" : "TCP",
+		       rs_getint(c, RDMASOCK_FALLBACK_REASON));
+		if (rdmasock) {
+			ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+			ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(s, RDMASOCK_MODE));
+		} else {
+			ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(c, RDMASOCK_MODE));
+			/* The door refused it: TCP gives the port to no rdmasock listener. */
+			ASSERT_EQ(RDMASOCK_REASON_PEER_REJECT,
+				  rs_getint(c, RDMASOCK_FALLBACK_REASON));
+			ASSERT_EQ(to_tcp + 1, rs_counter("door_to_tcp"));
+		}
+		close(c);
+		close(s);
+		close(lfd);
+	}
+}
+
+/*
+ * The door's port is below 1024: a local user cannot listen there (rdma_cm's own rule).  The
+ * module opens it for anyone's listen(), a local user's too (with kernel credentials), and shuts
+ * it with the last listener: root can hold it then.
+ */
+TEST_F_TIMEOUT(once, door_port_needs_privilege, 120)
+{
+	struct sockaddr_storage door, ss;
+	char said[256], first[64];
+	int c, p[2], status;
+	socklen_t len;
+	FILE *out;
+	pid_t pid;
+
+	ASSERT_GT(1024, door_port());
+	ASSERT_LT(0, door_port());
+	host_addr(AF_INET, &door, door_port());
+	close(self->lfd);	/* the last rdmasock listener: the door is shut */
+	self->lfd = -1;
+	ASSERT_EQ(-1, run_watcher(&door, &pid, &out, first));
+	watcher_stop(pid, out, said, sizeof(said));
+	ASSERT_NE(NULL, strstr(first, "listen: Permission denied")) TH_LOG("%s", first);
+	/* Root may: the port is free. */
+	ASSERT_EQ(0, run_door_server("hold", &pid));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	/* A local user's rdmasock listener opens the door, and its clients ride RDMA. */
+	free_port(&ss, &len);
+	ASSERT_NE(0, addr_port(&ss));
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	if (!pid) {
+		int lfd, s, one = 1;
+		char ok = 'l';
+
+		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+			_exit(5);
+		lfd = socket(rs_family_number(), SOCK_STREAM, 0);
+		if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+		    bind(lfd, (struct sockaddr *)&ss, len) || listen(lfd, 4) ||
+		    write(p[1], &ok, 1) != 1)
+			_exit(6);
+		s = accept(lfd, NULL, NULL);
+		if (s < 0 || rs_getint(s, RDMASOCK_MODE) != RDMASOCK_MODE_RDMA)
+			_exit(7);
+		_exit(recv(s, &ok, 1, MSG_WAITALL) == 1 && ok == 'x' ? 0 : 8);
+	}
+	close(p[1]);
+	ASSERT_EQ(1, read(p[0], first, 1));
+	close(p[0]);
 	c = socket(rs_family_number(), SOCK_STREAM, 0);
 	ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
-	s = accept(fd, NULL, NULL);
 	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
-	ASSERT_EQ(2, send(c, "ok", 2, 0));
-	ASSERT_EQ(2, recv(s, buf, 2, MSG_WAITALL));
+	ASSERT_EQ(1, send(c, "x", 1, 0));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
 	close(c);
-	close(s);
-	close(fd);
 }
 
 /* The next connection on @lfd, accepted over RDMA, its first 5 bytes @first (unless NULL). */
