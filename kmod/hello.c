@@ -123,7 +123,6 @@ int rs_hello_parse(struct rs_sock *rs, const void *data, u8 len, bool reused, __
 	return 0;
 }
 
-
 /*
  * The TCP port a client's REQ names, read before there is a socket to parse it for (the door,
  * cm.c, gives the request to that port's listener, whose child then parses it whole): 0 when

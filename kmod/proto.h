@@ -24,8 +24,8 @@
 /* A REJ's private data (a big-endian u32), why the server refused RDMA for this connection. */
 #define RS_REJ_HELLO		0x52534801U	/* your hello does not parse */
 #define RS_REJ_BUSY		0x52534802U	/* backlog full, retry */
-#define RS_REJ_TCP		0x52534803U	/* go to TCP this time (a reuseport group's choice) */
-#define RS_REJ_NOT_OURS		0x52534804U	/* go to TCP: no rdmasock listener has the port */
+#define RS_REJ_TCP		0x52534803U	/* go to TCP now (a reuseport group's choice) */
+#define RS_REJ_NOT_OURS		0x52534804U	/* to TCP: the port is no rdmasock listener's */
 
 /*
  * Carried in the CM REQ (client) and REP (server) private data.  32 bytes: the REQ of RDMA_PS_TCP
@@ -39,7 +39,7 @@ struct rs_hello {
 	__be64 ring_addr;	/* iova of the sender's receive ring */
 	__be32 ring_rkey;	/* rkey of that ring, valid for this QP's peer only */
 	__be32 ring_size;	/* bytes: rs_ring_size_ok() */
-	__be16 port;		/* the connection's TCP port at the server: what the client connected to */
+	__be16 port;		/* the TCP port the client connected to (the server's) */
 	__be16 reserved16;	/* zero */
 	__be32 reserved;	/* zero */
 };
