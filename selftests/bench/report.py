@@ -128,6 +128,18 @@ def report(rows):
     for c in ("tcp", "rdmasock", "rdmasock-fresh"):
         print(f"{c:<16} set-up {fmt(get('connrate', c, 'conn_per_s'))}/s, "
               f"time to first byte {fmt(get('connrate', c, 'ttfb_us'))} us")
+    # #47's rows: against a host never contacted before (fresh: park_ms 0) and one with parked
+    # QPs (reused); targets: rate >= 0.9x TCP's, first byte <= 1.1x, time to RDMA (reused) no
+    # more than TCP's own first byte.
+    tcp_rate, tcp_fb = get("connrate", "tcp", "conn_per_s"), get("connrate", "tcp", "ttfb_us")
+    for name, c in (("fresh", "rdmasock-fresh"), ("reused", "rdmasock")):
+        print(f"set-up {name} rdmasock/tcp: rate {rfmt(ratio(get('connrate', c, 'conn_per_s'), tcp_rate))}, "
+              f"first byte {rfmt(ratio(get('connrate', c, 'ttfb_us'), tcp_fb))}")
+    for name, c in (("fresh", "rdmasock-fresh"), ("reused", "rdmasock")):
+        n = [r for r in rows if r["test"] == "connrate" and r["carrier"] == c]
+        print(f"time to RDMA {name}: {fmt(get('connrate', c, 'to_rdma_us'))} us (tcp first byte "
+              f"{fmt(tcp_fb)} us); on RDMA: {sum(r.get('rdma_conns', 0) for r in n)} of "
+              f"{sum(r['count'] for r in n)} connections")
     for c in ("tcp", "rdmasock", "rdmasock-nogrow", "tcp-10k", "rdmasock-10k"):
         print(f"{c:<16} {get('conns', c, 'count')} open at once: {get('conns', c, 'carried_data')} carried "
               f"data; per connection end: kernel memory {fmt(get('conns', c, 'kernel_kb_per_conn'))} "

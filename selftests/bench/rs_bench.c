@@ -7,7 +7,10 @@
  *                                                          4 socket calls cost with no transport
  *   rs_bench stream   tcp|rdma SIZE SECONDS                one-way throughput (MB/s, msgs/s)
  *   rs_bench connrate tcp|rdma COUNT                       connect+accept+close per second,
- *                                                          time to first byte (us)
+ *                                                          time to first byte (us); rdmasock:
+ *                                                          how many rode RDMA, and the time
+ *                                                          from connect() to riding it (waited
+ *                                                          for off the clock, up to 2 s)
  *   rs_bench conns    tcp|rdma COUNT                       COUNT connections open at once, each
  *                                                          carrying data; memory per connection
  *                                                          end, connections opened per second
@@ -311,8 +314,8 @@ static int bench_connrate(enum carrier c, int count)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int lfd = listener(c, &ss, &len, 16);
-	double t0, ttfb = 0;
+	int lfd = listener(c, &ss, &len, 16), on_rdma = 0;
+	double t0, ttfb = 0, to_rdma = 0, waited = 0;
 	char b = 'x';
 	pid_t pid = fork();
 
@@ -328,20 +331,44 @@ static int bench_connrate(enum carrier c, int count)
 	}
 	t0 = now_us();
 	for (int i = 0; i < count; i++) {
-		double t = now_us();
-		int fd = connect_to(c, &ss, len);
+		double t = now_us(), tc;
+		int fd = connect_to(c, &ss, len), mode = -1;
 
+		tc = now_us();
+		if (c != CARRIER_TCP)
+			mode = rs_getint(fd, RDMASOCK_MODE);
 		if (read(fd, &b, 1) != 1)
 			return 1;
 		ttfb += now_us() - t;
+		if (mode == RDMASOCK_MODE_RDMA) {
+			/* Riding RDMA when connect() returned. */
+			to_rdma += tc - t;
+			on_rdma++;
+		} else if (c != CARRIER_TCP) {
+			/* Not yet (an upgrade in the background?): wait for it, off the clock. */
+			double w0 = now_us(), w = w0;
+
+			while (mode != RDMASOCK_MODE_RDMA && w - w0 < 2e6) {
+				mode = rs_getint(fd, RDMASOCK_MODE);
+				w = now_us();
+			}
+			if (mode == RDMASOCK_MODE_RDMA) {
+				to_rdma += w - t;
+				on_rdma++;
+			}
+			waited += w - w0;
+		}
 		close(fd);
 	}
-	double el = now_us() - t0;
+	double el = now_us() - t0 - waited;
 
 	waitpid(pid, NULL, 0);
 	printf("{\"test\":\"connrate\",\"carrier\":\"%s\",\"count\":%d,\"conn_per_s\":%.1f,"
-	       "\"ttfb_us\":%.1f}\n", carrier_name, count,
-	       count / (el / 1e6), ttfb / count);
+	       "\"ttfb_us\":%.1f,\"rdma_conns\":%d", carrier_name, count,
+	       count / (el / 1e6), ttfb / count, on_rdma);
+	if (on_rdma)
+		printf(",\"to_rdma_us\":%.1f", to_rdma / on_rdma);
+	printf("}\n");
 	return 0;
 }
 
