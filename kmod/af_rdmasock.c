@@ -566,6 +566,12 @@ static int rs_listen(struct socket *sock, int backlog)
 			rs->force_tcp = true;
 	}
 	cm_err = rs->force_tcp ? -EPERM : 0;
+	/*
+	 * RDMA clients come through the namespace's door (cm.c), which gives each the listener
+	 * TCP would give its SYN: an id bind() made for this socket has no use now.  Dropped
+	 * before the socket is a listener: its DEVICE_REMOVAL is a bound socket's until then.
+	 */
+	rs_cm_id_drop(rs);
 	/* TCP listens on the port: plain TCP clients are served by this socket too. */
 	err = kernel_listen(rs->tcp, backlog);
 	if (err)
@@ -578,12 +584,7 @@ static int rs_listen(struct socket *sock, int backlog)
 	/* Its RDMA children may resume over TCP if the namespace has a resume port (resume.c). */
 	if (!cm_err && !rs_resume_listen(sock_net(sk)))
 		set_bit(RS_F_RESUMABLE, &rs->flags);
-	/*
-	 * RDMA clients come through the namespace's door (cm.c), which gives each the listener
-	 * TCP would give its SYN: an id bind() made for this socket is not needed, nor is any
-	 * port in rdma_cm's space.  Without the door (its port is taken), TCP alone.
-	 */
-	rs_cm_id_drop(rs);
+	/* Without the door (someone else holds its port), TCP alone until a listen() opens it. */
 	if (!cm_err)
 		cm_err = rs_door_join(rs);
 	/*
@@ -1258,9 +1259,12 @@ static int __init rs_init(void)
 	err = rs_park_module_init();
 	if (err)
 		goto out_stats;
-	err = rs_proc_init();
+	err = rs_cm_module_init();
 	if (err)
 		goto out_park;
+	err = rs_proc_init();
+	if (err)
+		goto out_cm;
 	err = rs_resume_init();
 	if (err)
 		goto out_proc_only;
@@ -1295,6 +1299,8 @@ out_proc:
 	rs_resume_exit();
 out_proc_only:
 	rs_proc_exit();
+out_cm:
+	rs_cm_module_exit();
 out_park:
 	rs_park_module_exit();
 out_stats:
@@ -1316,6 +1322,7 @@ static void __exit rs_exit(void)
 	rs_neg_cache_exit();
 	proto_unregister(&rs_proto);
 	rs_proc_exit();
+	rs_cm_module_exit();
 	rs_park_module_exit();
 	rs_stats_exit();
 }

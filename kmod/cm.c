@@ -17,9 +17,12 @@
 #include <net/ipv6.h>
 #include <linux/inetdevice.h>
 #include <linux/memcontrol.h>
-#include <linux/jhash.h>
 #include <linux/rwsem.h>
-#include <net/sock_reuseport.h>
+#include <net/l3mdev.h>
+#include <net/addrconf.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+#include <linux/cred.h>
 #include <net/inet_hashtables.h>
 #include <net/inet6_hashtables.h>
 #include <linux/hash.h>
@@ -190,6 +193,9 @@ static struct rdma_cm_id *rs_cm_connect_id(struct rs_sock *rs, const struct sock
 		return id;
 	*bound = rs->tcp && kernel_getsockname(rs->tcp, (struct sockaddr *)src) >= 0 &&
 		 (inet_sk(rs->tcp->sk)->inet_num || !rs_addr_any((struct sockaddr *)src));
+	/* The door's port is never a client's in rdma_cm's space: rdma_cm chooses one. */
+	if (*bound && rs_addr_port((struct sockaddr *)src) == htons(rs_rdma_port))
+		rs_addr_set_port((struct sockaddr *)src, 0);
 	/*
 	 * A port TCP chose (rs_tcp_take_port(), or bind() to port 0) is the id's too, so TCP hands
 	 * none of our listeners a port our clients hold in rdma_cm's space.  If someone else holds
@@ -334,6 +340,9 @@ int rs_cm_bind(struct rs_sock *rs, struct sockaddr *addr, int len)
 	err = kernel_getsockname(rs->tcp, (struct sockaddr *)&bound);
 	if (err < 0)
 		return err;
+	/* Not the door's port: a connect() from it takes another in rdma_cm's space. */
+	if (rs_addr_port((struct sockaddr *)&bound) == htons(rs_rdma_port))
+		return 0;
 	clear_bit(RS_F_DEV_GONE, &rs->flags);	/* an earlier id's: this one is new */
 	id = rs_cm_new_id(rs);
 	if (IS_ERR(id))
@@ -356,44 +365,45 @@ int rs_cm_bind(struct rs_sock *rs, struct sockaddr *addr, int len)
  * module's one rdma_cm listener, on rdma_port (below 1024), bound with kernel credentials.  The
  * request's hello names the TCP port, and the door gives the request to the listener TCP's own
  * lookup gives a SYN from that client to that port (__inet_lookup_listener(): the port's owner,
- * its address and device binding, SO_REUSEPORT's choice by the client's address, a BPF sk_lookup
- * program).  When that is no rdmasock listener, the client is refused and goes to TCP, where the
- * same choice is made again.  So the RDMA clients of a port go to whoever owns that port in TCP's
- * space, and to no one else.
+ * its address, device and VRF binding, SO_REUSEPORT's choice by the client's address, a BPF
+ * sk_lookup program), for a local address of the device it came on, as TCP's input takes only
+ * those.  When that is no rdmasock listener, the client is refused and goes to TCP, where the
+ * same choice is made again.  So the RDMA clients of a port go to whoever owns that port in
+ * TCP's space, and to no one else.
  *
- * A namespace has a door while it has rdmasock listeners: the first listen() opens it (its id
- * holds the namespace), the last listener's close shuts it.  Its id's context is the door, tagged
- * (RS_DOOR_TAG) so that rs_cm_handler() tells it from a socket; a request's id starts with that
- * context, until rs_cm_request() gives it its child's.  rs_door_mutex guards the list of doors and
- * their ids; a door's members_sem is read by the requests it handles (so a listener that leaves
- * waits for those that picked it) and written by joins and leaves.  The id is bound to the
- * wildcard address, so no device is its own: rdma_cm listens on each device as it comes and
- * goes, and sends the door no DEVICE_REMOVAL.
+ * Each namespace has one struct rs_door (its generic data), whose members are its rdmasock
+ * listeners: a listen() joins, a close leaves.  Its id is opened by a listen() that finds none
+ * (the first, or one after a failed open: whoever held the port may have let it go), and shut
+ * when the last member leaves, so the id (which holds the namespace) never outlives the
+ * listeners.  The door's lock serializes opening, shutting and the member count; its members_sem
+ * is read by the request handler for the whole request (so a listener that leaves waits for
+ * requests that picked it) and written by joins and leaves.  The handler takes neither lock_sock
+ * nor the lock.  The id is bound to the wildcard address: rdma_cm listens on each device as it
+ * comes and goes, and sends the door no DEVICE_REMOVAL.
  */
 #define RS_DOOR_TAG	1UL
 #define RS_DOOR_BITS	6
 
 struct rs_door {
-	struct list_head node;		/* on rs_doors */
-	struct net *net;		/* (no reference of its own: the id holds one) */
-	struct rdma_cm_id *id;
+	struct net *net;
+	struct mutex lock;
+	struct rdma_cm_id *id;		/* NULL: shut, or it could not be opened */
+	unsigned int n;			/* members */
 	struct rw_semaphore members_sem;
 	struct list_head members[1 << RS_DOOR_BITS];	/* listeners (rs_sock.door_node), by port */
 };
 
-static LIST_HEAD(rs_doors);
-static DEFINE_MUTEX(rs_door_mutex);
+static unsigned int rs_door_net_id __read_mostly;
+
+static struct rs_door *rs_door_of(struct net *net)
+{
+	return net_generic(net, rs_door_net_id);
+}
 
 static struct list_head *rs_door_bucket(struct rs_door *d, u16 port)
 {
 	return &d->members[hash_32(port, RS_DOOR_BITS)];
 }
-
-struct rs_door_open {
-	struct work_struct work;
-	struct rs_door *door;
-	int err;
-};
 
 /* One id, listening on @family's wildcard address at rdma_port; IPv6's takes IPv4 clients too. */
 static int rs_door_listen(struct rs_door *d, sa_family_t family)
@@ -421,80 +431,58 @@ static int rs_door_listen(struct rs_door *d, sa_family_t family)
 }
 
 /*
- * rdma_cm asks capable(CAP_NET_BIND_SERVICE) of whoever binds a port below 1024: a listen() in a
- * container, or by any user, would be refused.  A kworker has the kernel's credentials.
+ * Open the door (its lock held).  rdma_cm asks capable(CAP_NET_BIND_SERVICE) of whoever binds a
+ * port below 1024: a listen() by any user, or in a container, would be refused.  The port is the
+ * module's, so it binds with the kernel's credentials, in the caller's context (a device whose
+ * listen makes sockets, siw's, makes them in the caller's namespace, the door's).
  */
-static void rs_door_open_work(struct work_struct *work)
+static int rs_door_open(struct rs_door *d)
 {
-	struct rs_door_open *o = container_of(work, struct rs_door_open, work);
+	const struct cred *old;
+	struct cred *kcred;
+	int err;
 
-	o->err = rs_door_listen(o->door, AF_INET6);
+	lockdep_assert_held(&d->lock);
+	kcred = prepare_kernel_cred(&init_task);
+	if (!kcred)
+		return -ENOMEM;
+	old = override_creds(kcred);
+	err = rs_door_listen(d, AF_INET6);
 	/* No IPv6 in this kernel or namespace: IPv4 clients still come. */
-	if (o->err && o->err != -EADDRINUSE && o->err != -EACCES && o->err != -ENOMEM)
-		o->err = rs_door_listen(o->door, AF_INET);
-}
-
-/* @net's door, opened (under rs_door_mutex); an error: none (its listeners serve TCP alone). */
-static struct rs_door *rs_door_open(struct net *net)
-{
-	struct rs_door_open o = {};
-	struct rs_door *d;
-	int i;
-
-	lockdep_assert_held(&rs_door_mutex);
-	d = kzalloc(sizeof(*d), GFP_KERNEL);
-	if (!d)
-		return ERR_PTR(-ENOMEM);
-	d->net = net;
-	init_rwsem(&d->members_sem);
-	for (i = 0; i < ARRAY_SIZE(d->members); i++)
-		INIT_LIST_HEAD(&d->members[i]);
-	o.door = d;
-	INIT_WORK_ONSTACK(&o.work, rs_door_open_work);
-	queue_work(system_unbound_wq, &o.work);
-	flush_work(&o.work);
-	destroy_work_on_stack(&o.work);
-	if (o.err) {
-		kfree(d);	/* (no id: no handler saw it) */
-		return ERR_PTR(o.err);
-	}
-	list_add(&d->node, &rs_doors);
-	return d;
+	if (err && err != -EADDRINUSE && err != -ENOMEM)
+		err = rs_door_listen(d, AF_INET);
+	revert_creds(old);
+	put_cred(kcred);
+	return err;
 }
 
 /*
- * A listener (lock_sock held, TCP listening on its port) joins its namespace's door: 0 once its
- * RDMA clients come to it; else an error, and it serves TCP alone (-EADDRINUSE, counted: someone
- * else holds rdma_port in rdma_cm's space).
+ * A listener (lock_sock held, TCP listening on its port) joins its namespace's door: its RDMA
+ * clients come to it once the door is open.  0: it is; else the error that kept it shut (counted
+ * for -EADDRINUSE: someone else holds rdma_port in rdma_cm's space), and it serves TCP alone until
+ * a later listen() opens it.
  */
 int rs_door_join(struct rs_sock *rs)
 {
-	struct net *net = sock_net(&rs->sk);
+	struct rs_door *d = rs_door_of(sock_net(&rs->sk));
 	u16 port = inet_sk(rs->tcp->sk)->inet_num;
-	struct rs_door *d;
 	int err = 0;
 
 	sock_owned_by_me(&rs->sk);
 	if (!port || rs->door)
 		return -EINVAL;
-	mutex_lock(&rs_door_mutex);
-	list_for_each_entry(d, &rs_doors, node)
-		if (net_eq(d->net, net))
-			goto join;
-	d = rs_door_open(net);
-	if (IS_ERR(d)) {
-		err = PTR_ERR(d);
-		if (err == -EADDRINUSE)
-			rs_count(net, RS_CNT_RDMA_PORT_TAKEN);
-		goto out;
-	}
-join:
+	mutex_lock(&d->lock);
 	down_write(&d->members_sem);
 	list_add_tail(&rs->door_node, rs_door_bucket(d, port));
 	rs->door = d;
+	d->n++;
 	up_write(&d->members_sem);
-out:
-	mutex_unlock(&rs_door_mutex);
+	if (!d->id) {
+		err = rs_door_open(d);
+		if (err == -EADDRINUSE)
+			rs_count(d->net, RS_CNT_RDMA_PORT_TAKEN);
+	}
+	mutex_unlock(&d->lock);
 	return err;
 }
 
@@ -502,28 +490,53 @@ out:
 static void rs_door_leave(struct rs_sock *rs)
 {
 	struct rs_door *d = rs->door;
-	bool last = true;
-	int i;
 
 	if (!d)
 		return;
-	mutex_lock(&rs_door_mutex);
+	mutex_lock(&d->lock);
 	down_write(&d->members_sem);	/* waits for requests handled for this listener */
 	list_del_init(&rs->door_node);
 	rs->door = NULL;
-	for (i = 0; i < ARRAY_SIZE(d->members) && last; i++)
-		last = list_empty(&d->members[i]);
+	d->n--;
 	up_write(&d->members_sem);
-	if (last) {
-		list_del(&d->node);
+	if (!d->n && d->id) {
 		/*
-		 * Under the mutex: a door opened again at once finds the port free.  (No handler
-		 * takes the mutex.)  It waits for its handlers: none sees @d after.
+		 * Under the lock: a door opened again at once finds the port free.  It waits for
+		 * its handlers: none sees the door after.
 		 */
 		rdma_destroy_id(d->id);
-		kfree(d);
+		d->id = NULL;
 	}
-	mutex_unlock(&rs_door_mutex);
+	mutex_unlock(&d->lock);
+}
+
+/*
+ * The address a request names for our end: one TCP would take a SYN for on @dev, or none.
+ * rdma_cm checks only that the client's address routes back through @dev; the rest of its
+ * header is the client's word.  So, as ip_route_input() and ip6_input() would: not loopback
+ * (which would reach listeners bound to 127.0.0.1 or ::1), not a broadcast, multicast or
+ * wildcard address, and a local address (of @dev itself, for an IPv6 link-local one).
+ */
+static bool rs_door_local(struct net *net, struct net_device *dev, const struct sockaddr *l)
+{
+	if (l->sa_family == AF_INET) {
+		__be32 a = ((const struct sockaddr_in *)l)->sin_addr.s_addr;
+
+		return !ipv4_is_loopback(a) && !ipv4_is_multicast(a) && !ipv4_is_lbcast(a) &&
+		       !ipv4_is_zeronet(a) && inet_addr_type_dev_table(net, dev, a) == RTN_LOCAL;
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	if (l->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)l)->sin6_addr;
+		int type = ipv6_addr_type(a);
+
+		if (type & (IPV6_ADDR_LOOPBACK | IPV6_ADDR_MULTICAST | IPV6_ADDR_MAPPED) ||
+		    type == IPV6_ADDR_ANY)
+			return false;
+		return ipv6_chk_addr(net, a, type & IPV6_ADDR_LINKLOCAL ? dev : NULL, 0);
+	}
+#endif
+	return false;
 }
 
 /*
@@ -537,37 +550,50 @@ static struct rs_sock *rs_door_pick(struct rs_door *d, struct rdma_cm_id *id, __
 	const struct sockaddr *l = (const struct sockaddr *)&id->route.addr.src_addr;
 	const struct sockaddr *r = (const struct sockaddr *)&id->route.addr.dst_addr;
 	struct inet_hashinfo *h = d->net->ipv4.tcp_death_row.hashinfo;
-	int dif = id->route.addr.dev_addr.bound_dev_if;
 	struct rs_sock *rs, *owner = NULL;
+	struct net_device *dev;
 	struct sock *sk = NULL;
+	int dif, sdif = 0;
+	u16 num = 0;
 
 	lockdep_assert_held(&d->members_sem);
 	*group = false;
 	if (l->sa_family != r->sa_family)
 		return NULL;
 	rcu_read_lock();
+	dev = dev_get_by_index_rcu(d->net, id->route.addr.dev_addr.bound_dev_if);
+	if (!dev || !rs_door_local(d->net, dev, l))
+		goto out;
+	/* As TCP's input names the device: a VRF's, with its slave as sdif. */
+	dif = dev->ifindex;
+	if (netif_is_l3_slave(dev)) {
+		sdif = dif;
+		dif = l3mdev_master_ifindex_rcu(dev);
+	}
 	if (l->sa_family == AF_INET) {
 		const struct sockaddr_in *l4 = (const void *)l, *r4 = (const void *)r;
 
 		sk = __inet_lookup_listener(d->net, h, NULL, 0, r4->sin_addr.s_addr, r4->sin_port,
-					    l4->sin_addr.s_addr, ntohs(port), dif, 0);
+					    l4->sin_addr.s_addr, ntohs(port), dif, sdif);
 #if IS_ENABLED(CONFIG_IPV6)
-	} else if (l->sa_family == AF_INET6) {
+	} else {
 		const struct sockaddr_in6 *l6 = (const void *)l, *r6 = (const void *)r;
 
 		sk = inet6_lookup_listener(d->net, h, NULL, 0, &r6->sin6_addr, r6->sin6_port,
-					   &l6->sin6_addr, ntohs(port), dif, 0);
+					   &l6->sin6_addr, ntohs(port), dif, sdif);
 #endif
 	}
 	if (!IS_ERR_OR_NULL(sk)) {
 		owner = rs_tcp_owner(sk);	/* compared, never followed */
+		num = sk->sk_num;		/* (a sk_lookup program may pick another port's) */
 		*group = !!rcu_access_pointer(sk->sk_reuseport_cb);
 	}
+out:
 	rcu_read_unlock();
 	if (!owner)
 		return NULL;
 	/* Only a member (members_sem keeps it) is used. */
-	list_for_each_entry(rs, rs_door_bucket(d, ntohs(port)), door_node)
+	list_for_each_entry(rs, rs_door_bucket(d, num), door_node)
 		if (rs == owner)
 			return rs;
 	return NULL;
@@ -614,6 +640,45 @@ static int rs_door_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return rs_door_request(d, id, ev);
 	return 0;
+}
+
+static int __net_init rs_door_net_init(struct net *net)
+{
+	struct rs_door *d = rs_door_of(net);
+	int i;
+
+	d->net = net;
+	mutex_init(&d->lock);
+	init_rwsem(&d->members_sem);
+	for (i = 0; i < ARRAY_SIZE(d->members); i++)
+		INIT_LIST_HEAD(&d->members[i]);
+	return 0;
+}
+
+/* Listeners hold the namespace, and the last one shut the door. */
+static void __net_exit rs_door_net_exit(struct net *net)
+{
+	struct rs_door *d = rs_door_of(net);
+
+	WARN_ON_ONCE(d->n || d->id);
+	mutex_destroy(&d->lock);
+}
+
+static struct pernet_operations rs_door_net_ops = {
+	.init = rs_door_net_init,
+	.exit = rs_door_net_exit,
+	.id = &rs_door_net_id,
+	.size = sizeof(struct rs_door),
+};
+
+int rs_cm_module_init(void)
+{
+	return register_pernet_subsys(&rs_door_net_ops);
+}
+
+void rs_cm_module_exit(void)
+{
+	unregister_pernet_subsys(&rs_door_net_ops);
 }
 
 /* The socket's id goes (a listen() that failed on the TCP side, a listener that closes). */

@@ -11,6 +11,8 @@ int rs_cm_connect(struct rs_sock *rs, struct sockaddr *addr, int len, int *reaso
 struct rs_sock *rs_cm_accept_ready(struct rs_sock *listener);
 void rs_cm_listener_close(struct rs_sock *rs);
 int rs_door_join(struct rs_sock *rs);
+int rs_cm_module_init(void);
+void rs_cm_module_exit(void);
 
 extern unsigned int rs_rdma_port;
 struct rs_sock *rs_cm_child_new(struct rs_sock *listener);

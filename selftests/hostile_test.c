@@ -637,6 +637,8 @@ static int run_watcher(const struct sockaddr_storage *ss, pid_t *pid, FILE **out
 	int p[2];
 
 	line[0] = 0;
+	*pid = -1;
+	*out = NULL;
 	if (chmod("/dev/infiniband/rdma_cm", 0666))
 		return -1;
 	inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, addr, sizeof(addr));
@@ -668,13 +670,17 @@ static int run_watcher(const struct sockaddr_storage *ss, pid_t *pid, FILE **out
 /* What the watcher said after the line "listening", once it is killed: "" when nothing. */
 static void watcher_stop(pid_t pid, FILE *out, char *said, size_t size)
 {
-	size_t n;
+	size_t n = 0;
 
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	n = fread(said, 1, size - 1, out);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	if (out) {
+		n = fread(said, 1, size - 1, out);
+		fclose(out);
+	}
 	said[n] = 0;
-	fclose(out);
 }
 
 /*
