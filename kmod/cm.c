@@ -386,7 +386,7 @@ int rs_cm_bind(struct rs_sock *rs, struct sockaddr *addr, int len)
 
 struct rs_door {
 	struct net *net;
-	struct mutex lock;
+	struct mutex lock;		/* opening, shutting, @n */
 	struct rdma_cm_id *id;		/* NULL: shut, or it could not be opened */
 	unsigned int n;			/* members */
 	struct rw_semaphore members_sem;
