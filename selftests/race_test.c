@@ -9,7 +9,8 @@
  *   - two readers and a peeker on one connection: every byte delivered once, none lost (the
  *     readers' cursor moved backwards before the fix);
  *   - TCP_CORK released after the peer reset the connection (a division by zero in the push
- *     after teardown before the fix).
+ *     after teardown before the fix);
+ *   - listeners joining and leaving the namespace's door while one that stays serves clients.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -245,6 +246,78 @@ TEST_F(race, uncork_after_the_peer_reset)
 	ASSERT_EQ(0, setsockopt(c, SOL_TCP, TCP_CORK, &off, sizeof(off)));
 	ASSERT_EQ(-1, send(c, "y", 1, MSG_NOSIGNAL));
 	close(c);
+}
+
+struct churn {
+	enum carrier carrier;
+	int af;
+	atomic_bool stop;
+	int rounds;
+};
+
+/* Listeners that come and go, each with a client whose request may meet the listener's close. */
+static void *listener_churn(void *arg)
+{
+	struct churn *c = arg;
+
+	while (!atomic_load(&c->stop)) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+		int l = make_listener(c->carrier, c->af, &ss, &len), k;
+
+		if (l < 0)
+			continue;
+		k = carrier_socket(c->carrier, c->af, SOCK_STREAM | SOCK_NONBLOCK);
+		if (k >= 0)
+			connect(k, (struct sockaddr *)&ss, len);
+		close(l);
+		if (k >= 0)
+			close(k);
+		c->rounds++;
+	}
+	return NULL;
+}
+
+/*
+ * Listeners joining and leaving their namespace's door (kmod/cm.c) from two threads, while a
+ * listener that stays serves clients one after another: each of those rides RDMA (the door
+ * never shuts under a member, and a request that meets its listener's close is refused, not
+ * given to a dead one), and the kernel reports nothing.
+ */
+TEST_F_TIMEOUT(race, listeners_come_and_go_while_clients_connect, 300)
+{
+	struct churn ch[2] = {
+		{ .carrier = variant->carrier, .af = variant->af, .stop = false },
+		{ .carrier = variant->carrier, .af = variant->af, .stop = false },
+	};
+	struct sockaddr_storage ss;
+	pthread_t t[2];
+	socklen_t len;
+	int lfd, c, s;
+	char b;
+
+	lfd = make_listener(variant->carrier, variant->af, &ss, &len);
+	ASSERT_LE(0, lfd);
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, listener_churn, &ch[i]));
+	for (int i = 0; i < 40; i++) {
+		c = carrier_socket(variant->carrier, variant->af, SOCK_STREAM);
+		ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss, len));
+		s = accept(lfd, NULL, NULL);
+		ASSERT_LE(0, s);
+		ASSERT_TRUE(carried_as_expected(variant->carrier, c)) TH_LOG("client %d", i);
+		ASSERT_EQ(1, send(c, "d", 1, 0));
+		ASSERT_EQ(1, recv(s, &b, 1, 0));
+		close(c);
+		close(s);
+	}
+	for (int i = 0; i < 2; i++) {
+		atomic_store(&ch[i].stop, true);
+		ASSERT_EQ(0, pthread_join(t[i], NULL));
+	}
+	TH_LOG("%d listeners came and went", ch[0].rounds + ch[1].rounds);
+	ASSERT_LT(0, ch[0].rounds + ch[1].rounds);
+	close(lfd);
 }
 
 #include "harness_main.h"
