@@ -188,14 +188,17 @@ static struct rdma_cm_id *rs_cm_connect_id(struct rs_sock *rs, const struct sock
 	int err;
 
 	*reason = RDMASOCK_REASON_RESOURCE;
+	*bound = rs->tcp && kernel_getsockname(rs->tcp, (struct sockaddr *)src) >= 0 &&
+		 (inet_sk(rs->tcp->sk)->inet_num || !rs_addr_any((struct sockaddr *)src));
+	/*
+	 * A socket bound to the door's port (root's): the id would take the door's port in
+	 * rdma_cm's space, or another port that is not the socket's name.  TCP carries it.
+	 */
+	if (*bound && rs_addr_port((struct sockaddr *)src) == htons(rs_rdma_port))
+		return ERR_PTR(-EADDRINUSE);
 	id = rs_cm_new_id(rs);
 	if (IS_ERR(id))
 		return id;
-	*bound = rs->tcp && kernel_getsockname(rs->tcp, (struct sockaddr *)src) >= 0 &&
-		 (inet_sk(rs->tcp->sk)->inet_num || !rs_addr_any((struct sockaddr *)src));
-	/* The door's port is never a client's in rdma_cm's space: rdma_cm chooses one. */
-	if (*bound && rs_addr_port((struct sockaddr *)src) == htons(rs_rdma_port))
-		rs_addr_set_port((struct sockaddr *)src, 0);
 	/*
 	 * A port TCP chose (rs_tcp_take_port(), or bind() to port 0) is the id's too, so TCP hands
 	 * none of our listeners a port our clients hold in rdma_cm's space.  If someone else holds

@@ -741,6 +741,67 @@ TEST_F_TIMEOUT(once, rdma_cm_listener_on_a_tcp_port_gets_no_client, 120)
 }
 
 /*
+ * Someone else holds the door's port in rdma_cm's space (root's rdma_cm listener, another RDMA
+ * service): listen() succeeds and the listener serves TCP alone (counted), as a listener whose RDMA
+ * could not be had always did.  Once the port is free, a later listen() opens the door, for the
+ * earlier listener too.  And a client bound to the door's port (root may) rides TCP, named by that
+ * port, and takes nothing of the door's.
+ */
+TEST_F_TIMEOUT(once, door_port_held_then_freed, 120)
+{
+	long long taken = rs_counter("listen_rdma_port_taken");
+	struct sockaddr_storage ss2, me;
+	socklen_t len2, ml = sizeof(me);
+	int l2, c, s, one = 1;
+	char b;
+	pid_t pid;
+
+	close(self->lfd);	/* the last rdmasock listener: the door is shut */
+	self->lfd = -1;
+	ASSERT_EQ(0, run_door_server("hold", &pid));
+	self->lfd = make_listener(CARRIER_RDMASOCK, AF_INET, &self->ss, &self->len);
+	ASSERT_LE(0, self->lfd);
+	ASSERT_EQ(taken + 1, rs_counter("listen_rdma_port_taken"));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	l2 = make_listener(CARRIER_RDMASOCK, AF_INET, &ss2, &len2);	/* opens it */
+	ASSERT_LE(0, l2);
+	ASSERT_EQ(taken + 1, rs_counter("listen_rdma_port_taken"));
+	c = socket(rs_family_number(), SOCK_STREAM, 0);
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&self->ss, self->len));
+	s = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(1, send(c, "x", 1, 0));
+	ASSERT_EQ(1, recv(s, &b, 1, 0));
+	close(c);
+	close(s);
+	/* A client bound to the door's port. */
+	c = socket(rs_family_number(), SOCK_STREAM, 0);
+	ASSERT_EQ(0, setsockopt(c, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	host_addr(AF_INET, &me, door_port());
+	ASSERT_EQ(0, bind(c, (struct sockaddr *)&me, sizeof(struct sockaddr_in)));
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss2, len2));
+	s = accept(l2, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(RDMASOCK_MODE_TCP, rs_getint(c, RDMASOCK_MODE));
+	ASSERT_EQ(RDMASOCK_REASON_RESOURCE, rs_getint(c, RDMASOCK_FALLBACK_REASON));
+	ASSERT_EQ(0, getsockname(c, (struct sockaddr *)&me, &ml));
+	ASSERT_EQ(door_port(), addr_port(&me));
+	close(c);
+	close(s);
+	/* The door stayed the module's: the next client of either listener rides RDMA. */
+	c = socket(rs_family_number(), SOCK_STREAM, 0);
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&ss2, len2));
+	s = accept(l2, NULL, NULL);
+	ASSERT_LE(0, s);
+	ASSERT_EQ(RDMASOCK_MODE_RDMA, rs_getint(c, RDMASOCK_MODE));
+	close(c);
+	close(s);
+	close(l2);
+}
+
+/*
  * The door's port is below 1024: a local user cannot listen there (rdma_cm's own rule).  The
  * module opens it for anyone's listen(), a local user's too (with kernel credentials), and shuts
  * it with the last listener: root can hold it then.
