@@ -451,8 +451,11 @@ static int rs_door_open(struct rs_door *d)
 		return -ENOMEM;
 	old = override_creds(kcred);
 	err = rs_door_listen(d, AF_INET6);
-	/* No IPv6 in this kernel or namespace: IPv4 clients still come. */
-	if (err && err != -EADDRINUSE && err != -ENOMEM)
+	/*
+	 * No IPv6 in this kernel or namespace: IPv4 clients still come.  (A wildcard bind meets
+	 * a port taken on any address with -EADDRNOTAVAIL, rdma_cm's cma_check_port().)
+	 */
+	if (err && err != -EADDRINUSE && err != -EADDRNOTAVAIL && err != -ENOMEM)
 		err = rs_door_listen(d, AF_INET);
 	revert_creds(old);
 	put_cred(kcred);
@@ -462,7 +465,7 @@ static int rs_door_open(struct rs_door *d)
 /*
  * A listener (lock_sock held, TCP listening on its port) joins its namespace's door: its RDMA
  * clients come to it once the door is open.  0: it is; else the error that kept it shut (counted
- * for -EADDRINUSE: someone else holds rdma_port in rdma_cm's space), and it serves TCP alone until
+ * when someone else holds rdma_port in rdma_cm's space), and it serves TCP alone until
  * a later listen() opens it.
  */
 int rs_door_join(struct rs_sock *rs)
@@ -482,7 +485,7 @@ int rs_door_join(struct rs_sock *rs)
 	up_write(&d->members_sem);
 	if (!d->id) {
 		err = rs_door_open(d);
-		if (err == -EADDRINUSE)
+		if (err == -EADDRINUSE || err == -EADDRNOTAVAIL)
 			rs_count(d->net, RS_CNT_RDMA_PORT_TAKEN);
 	}
 	mutex_unlock(&d->lock);
