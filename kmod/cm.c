@@ -436,16 +436,25 @@ static int rs_door_listen(struct rs_door *d, sa_family_t family)
 /*
  * Open the door (its lock held).  rdma_cm asks capable(CAP_NET_BIND_SERVICE) of whoever binds a
  * port below 1024: a listen() by any user, or in a container, would be refused.  The port is the
- * module's, so it binds with the kernel's credentials, in the caller's context (a device whose
- * listen makes sockets, siw's, makes them in the caller's namespace, the door's).
+ * module's, so it binds with the kernel's credentials, in the caller's context.  (A device whose
+ * listen makes sockets, siw's, makes them in the caller's namespace, which may not be the
+ * socket's: #49.)  Not where rdma_cm would hand the port to anyone's id as an ephemeral one
+ * (ip_local_port_range covers it): whoever got it while the door was shut would get every
+ * request.
  */
 static int rs_door_open(struct rs_door *d)
 {
 	const struct cred *old;
 	struct cred *kcred;
-	int err;
+	int err, low, high;
 
 	lockdep_assert_held(&d->lock);
+	inet_get_local_port_range(d->net, &low, &high);
+	if (rs_rdma_port >= low && rs_rdma_port <= high) {
+		pr_warn_ratelimited("rdma_port %u is inside ip_local_port_range (%d-%d): no RDMA listener\n",
+				    rs_rdma_port, low, high);
+		return -EADDRNOTAVAIL;
+	}
 	kcred = prepare_kernel_cred(&init_task);
 	if (!kcred)
 		return -ENOMEM;
@@ -477,6 +486,13 @@ int rs_door_join(struct rs_sock *rs)
 	sock_owned_by_me(&rs->sk);
 	if (!port || rs->door)
 		return -EINVAL;
+	/*
+	 * The door's id holds its namespace; a kernel socket does not.  A kernel listener in
+	 * another namespace would keep that namespace alive through the door, and with it the
+	 * listener (only its namespace's exit closes it): TCP alone.
+	 */
+	if (!rs->sk.sk_net_refcnt && !net_eq(d->net, &init_net))
+		return -EPERM;
 	mutex_lock(&d->lock);
 	down_write(&d->members_sem);
 	list_add_tail(&rs->door_node, rs_door_bucket(d, port));
@@ -539,7 +555,9 @@ static bool rs_door_local(struct net *net, struct net_device *dev, const struct 
 		if (type & (IPV6_ADDR_LOOPBACK | IPV6_ADDR_MULTICAST | IPV6_ADDR_MAPPED) ||
 		    type == IPV6_ADDR_ANY)
 			return false;
-		return ipv6_chk_addr(net, a, type & IPV6_ADDR_LINKLOCAL ? dev : NULL, 0);
+		/* Any device's (of @dev's VRF), but @dev's own for a link-local address. */
+		return ipv6_chk_addr_and_flags(net, a, dev, !(type & IPV6_ADDR_LINKLOCAL), 0,
+					       IFA_F_TENTATIVE);
 	}
 #endif
 	return false;
