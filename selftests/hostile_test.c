@@ -36,40 +36,59 @@ static pid_t run_peer(const struct sockaddr_storage *ss, const char *what)
 }
 
 /*
- * hostile_peer with @mode (--listen, --half-open) and @arg on @ss, its output on a pipe: returns 0
- * once its first line is @want (its pid in *pid), or -1.  It dies with the test (it would hold the
- * runner's output pipe), however the test ends.
+ * hostile_peer with @mode (--listen, --half-open) and @arg on @ss, its output (and with @nobody,
+ * run as the unprivileged user nobody, its errors too) on a pipe: the pipe, or NULL (*pid is -1
+ * when there is no child).  It dies with the test (it would hold the runner's output pipe),
+ * however the test ends.
  */
-static int spawn_peer_out(const struct sockaddr_storage *ss, const char *mode, const char *arg,
-			  const char *want, pid_t *pid, FILE **out)
+static FILE *peer_exec(const struct sockaddr_storage *ss, const char *mode, const char *arg,
+		       bool nobody, pid_t *pid)
 {
-	char addr[INET_ADDRSTRLEN], port[8], tool[512], line[64] = "";
+	char addr[INET_ADDRSTRLEN], port[8], tool[512];
 	int p[2];
-	FILE *f;
 
+	*pid = -1;
 	inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, addr, sizeof(addr));
 	snprintf(port, sizeof(port), "%u", addr_port(ss));
 	snprintf(tool, sizeof(tool), "%s/build/selftests/hostile_peer", getenv("RDMASOCK_TOP"));
 	if (pipe(p))
-		return -1;
+		return NULL;
 	*pid = fork();
 	if (!*pid) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(p[1], 1);
+		if (nobody)
+			dup2(p[1], 2);
 		close(p[0]);
+		if (nobody && (setgroups(0, NULL) || setgid(65534) || setuid(65534)))
+			_exit(5);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* (after: a change of credentials clears it) */
 		execl(tool, "hostile_peer", mode, addr, port, arg, (char *)NULL);
 		_exit(4);
 	}
 	close(p[1]);
-	f = fdopen(p[0], "r");
+	return fdopen(p[0], "r");
+}
+
+/*
+ * hostile_peer with @mode and @arg on @ss (peer_exec()): returns 0 once its first line is @want
+ * (its pid in *pid), or -1.
+ */
+static int spawn_peer_out(const struct sockaddr_storage *ss, const char *mode, const char *arg,
+			  const char *want, pid_t *pid, FILE **out)
+{
+	FILE *f = peer_exec(ss, mode, arg, false, pid);
+	char line[64] = "";
+
 	if (!want && f) {	/* the caller reads what it says */
 		*out = f;
 		return 0;
 	}
 	if (!f || !fgets(line, sizeof(line), f) || strcmp(line, want)) {
 		fprintf(stderr, "# hostile_peer %s %s said \"%s\"\n", mode, arg, line);
-		kill(*pid, SIGKILL);
-		waitpid(*pid, NULL, 0);
+		if (*pid > 0) {
+			kill(*pid, SIGKILL);
+			waitpid(*pid, NULL, 0);
+		}
 		if (f)
 			fclose(f);
 		return -1;
@@ -633,35 +652,15 @@ TEST_F_TIMEOUT(once, ring_addresses_tell_nothing_physical, 60)
  */
 static int run_watcher(const struct sockaddr_storage *ss, pid_t *pid, FILE **out, char *line)
 {
-	char addr[INET_ADDRSTRLEN], port[8], tool[512];
-	int p[2];
-
 	line[0] = 0;
 	*pid = -1;
 	*out = NULL;
 	if (chmod("/dev/infiniband/rdma_cm", 0666))
 		return -1;
-	inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, addr, sizeof(addr));
-	snprintf(port, sizeof(port), "%u", addr_port(ss));
-	snprintf(tool, sizeof(tool), "%s/build/selftests/hostile_peer", getenv("RDMASOCK_TOP"));
-	if (pipe(p))
-		return -1;
-	*pid = fork();
-	if (!*pid) {
-		dup2(p[1], 1);
-		dup2(p[1], 2);
-		close(p[0]);
-		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
-			_exit(5);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* (a change of credentials clears it) */
-		execl(tool, "hostile_peer", "--listen", addr, port, "watch", (char *)NULL);
-		_exit(4);
-	}
-	close(p[1]);
-	*out = fdopen(p[0], "r");
+	*out = peer_exec(ss, "--listen", "watch", true, pid);
 	if (!*out || !fgets(line, 64, *out) || strcmp(line, "listening\n")) {
-		fprintf(stderr, "# hostile_peer --listen %s %s watch (as nobody) said \"%s\"\n", addr,
-			port, line);
+		fprintf(stderr, "# hostile_peer --listen port %u watch (as nobody) said \"%s\"\n",
+			addr_port(ss), line);
 		return -1;
 	}
 	return 0;
